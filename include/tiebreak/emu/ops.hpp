@@ -30,9 +30,15 @@ struct op_result {
   int align_exp = 0;             ///< weight of the lsb of `align_bits`
   u128 align_bits = 0;           ///< magnitude of the smaller addend's bits below the result lsb
   bool small_sign = false;       ///< sign of the smaller addend
-  double align_error = 0;        ///< T(small) - small, rounded to double (exact sign: -small_sign)
-  double round_error = 0;        ///< round.error - align_error
   TIEBREAK_HDC std::uint64_t bits() const noexcept { return round.bits; }
+  /// T(small) - small: minus the shifted-out bits, rounded to double (exact sign: opposite to the
+  /// smaller addend's, or zero).
+  TIEBREAK_HDC double align_error() const noexcept {
+    const double mag = tiebreak::detail::ldexp_exact(tiebreak::detail::u128_to_double(align_bits), align_exp);
+    return small_sign ? mag : -mag;
+  }
+  /// round.error() - align_error(), rounded to double.
+  TIEBREAK_HDC double round_error() const noexcept { return round.error() - align_error(); }
 };
 
 namespace detail {
@@ -61,62 +67,74 @@ struct sum_info {
   exact_value value;
   bool exact_zero = false;
   int exp_diff = 0;
-  exact_value small;  ///< the smaller addend (plain window)
+  bool small_sign = false;  ///< the smaller addend: sign, lsb weight and significand
+  int small_exp = 0;
+  u128 small_sig = 0;
 };
 
-/// Exact sum of two finite non-zero plain windows (sig < 2^107 each, no tail, no sticky).
-TIEBREAK_HDC sum_info add_exact(exact_value a, exact_value b) noexcept {
-  if (compare_magnitude(a, b) < 0) { const exact_value t = a; a = b; b = t; }
-  sum_info info;
-  info.small = b;
-  info.exp_diff = (a.exp + msb128(a.sig)) - (b.exp + msb128(b.sig));
-  const int sa = 125 - msb128(a.sig);
-  a.sig <<= sa;
-  a.exp -= sa;
-  const int shift = b.exp - a.exp;  // position of b's lsb inside a's window
+/// Exact sum of two finite non-zero plain windows (no tail, no sticky) held in U.
+/// Preconditions: |a| >= |b|; a.sig, b.sig < 2^(W-3) for U of W bits. The larger addend is
+/// left-justified to bit W-3 (two bits of headroom for the carry); the part of b below the window
+/// becomes the exact tail, which then lies >= W-3-53 >= 60 bits below the window's msb.
+template <class U>
+TIEBREAK_HDI void add_exact_in(const exact_value& a, const exact_value& b, sum_info& info) noexcept {
+  constexpr int W = bit_width_v<U>;
+  const int sa = (W - 3) - msb_of(static_cast<U>(a.sig));
+  const U asig = static_cast<U>(a.sig) << sa;
+  const int aexp = a.exp - sa;
+  const int shift = b.exp - aexp;  // position of b's lsb inside a's window
   const bool same = a.sign == b.sign;
-  exact_value r;
+  exact_value& r = info.value;
   r.cls = value_class::finite;
   r.sign = a.sign;
-  r.exp = a.exp;
-  u128 bw;
+  r.exp = aexp;
+  U bw;
   if (shift >= 0) {
-    bw = b.sig << shift;  // b's msb <= a's msb = 125: fits
+    bw = static_cast<U>(b.sig) << shift;  // b's msb <= a's msb: fits
   } else {
-    const int n = -shift;
-    bw = n >= 128 ? u128{0} : (b.sig >> n);
-    r.tail_sig = n >= 128 ? b.sig : (b.sig & low_mask128(n));
+    bw = shr(static_cast<U>(b.sig), -shift);
+    r.tail_sig = b.sig & low_mask128(-shift);
     r.tail_exp = b.exp;
     r.tail_neg = !same;
   }
-  r.sig = same ? a.sig + bw : a.sig - bw;
-  if (r.sig == 0 && r.tail_sig == 0) info.exact_zero = true;
-  info.value = r;
+  const U sum = same ? asig + bw : asig - bw;
+  r.sig = sum;
+  info.exact_zero = sum == 0 && r.tail_sig == 0;
+}
+
+/// Exact sum of two finite non-zero plain windows (sig < 2^107 each, no tail, no sticky).
+TIEBREAK_HDI sum_info add_exact(const exact_value& x, const exact_value& y) noexcept {
+  const bool swap = compare_magnitude(x, y) < 0;
+  const exact_value& a = swap ? y : x;
+  const exact_value& b = swap ? x : y;
+  sum_info info;
+  info.small_sign = b.sign;
+  info.small_exp = b.exp;
+  info.small_sig = b.sig;
+  info.exp_diff = (a.exp + msb128(a.sig)) - (b.exp + msb128(b.sig));
+  if (static_cast<std::uint64_t>((a.sig | b.sig) >> 60) == 0) add_exact_in<std::uint64_t>(a, b, info);
+  else add_exact_in<u128>(a, b, info);
   return info;
 }
 
-TIEBREAK_HDC void fill_alignment(op_result& out, const sum_info& s) noexcept {
+TIEBREAK_HDI void fill_alignment(op_result& out, const sum_info& s) noexcept {
   out.has_alignment = true;
   out.exp_diff = s.exp_diff;
-  out.small_sign = s.small.sign;
-  const int q = out.round.lsb_exp;
-  const int n = q - s.small.exp;  // small's bits below the result lsb
+  out.small_sign = s.small_sign;
+  const int n = out.round.lsb_exp - s.small_exp;  // small's bits below the result lsb
   if (n > 0) {
-    out.align_bits = n >= 128 ? s.small.sig : (s.small.sig & low_mask128(n));
-    out.align_exp = s.small.exp;
+    out.align_bits = s.small_sig & low_mask128(n);
+    out.align_exp = s.small_exp;
   }
-  const double mag = tiebreak::detail::ldexp_exact(tiebreak::detail::u128_to_double(out.align_bits), out.align_exp);
-  out.align_error = s.small.sign ? mag : -mag;
-  out.round_error = out.round.error - out.align_error;
 }
 
 /// a + b on decoded values, with every special case; `negate_b` turns it into a - b.
-TIEBREAK_HDC op_result add_values(const format_desc& f, exact_value a, exact_value b, rounding r,
+TIEBREAK_HDI op_result add_values(const format_desc& f, const exact_value& a, const exact_value& b, rounding r,
                                   const convert_options& o) noexcept {
   op_result out;
-  std::uint8_t flags = 0;
-  const exact_value both[2] = {a, b};
   if (a.cls == value_class::nan || b.cls == value_class::nan) {
+    std::uint8_t flags = 0;
+    const exact_value both[2] = {a, b};
     out.round = round_pack(f, propagate_nan(both, 2, flags), r, o);
     out.round.flags |= flags;
     return out;
@@ -149,7 +167,7 @@ TIEBREAK_HDC op_result add_values(const format_desc& f, exact_value a, exact_val
 }
 
 /// Exact product of two decoded values (finite non-zero path): sig < 2^106.
-TIEBREAK_HDC exact_value mul_exact(const exact_value& a, const exact_value& b) noexcept {
+TIEBREAK_HDI exact_value mul_exact(const exact_value& a, const exact_value& b) noexcept {
   return make_exact(a.sign != b.sign, a.sig * b.sig, a.exp + b.exp);
 }
 
@@ -159,7 +177,7 @@ TIEBREAK_HDC exact_value mul_exact(const exact_value& a, const exact_value& b) n
 /// Preconditions: a, b are encodings of `f`. NaN: the NaN of `o.nan` (invalid for a signalling
 /// operand); Inf - Inf is invalid. Exact zero sums are +0, or -0 under rd (and for (-0) + (-0)).
 /// `o.flush_input` reads subnormal operands as zero; `o.flush_output` flushes subnormal results.
-TIEBREAK_HDC op_result add(const format_desc& f, std::uint64_t a, std::uint64_t b, rounding r,
+TIEBREAK_HDI op_result add(const format_desc& f, std::uint64_t a, std::uint64_t b, rounding r,
                            const convert_options& o = {}) noexcept {
   op_result out = detail::add_values(f, unpack(f, a, o.flush_input), unpack(f, b, o.flush_input), r, o);
   out.a = a;
@@ -168,7 +186,7 @@ TIEBREAK_HDC op_result add(const format_desc& f, std::uint64_t a, std::uint64_t 
 }
 
 /// a - b in format `f`: a + (-b) with b's sign flipped (NaN operands keep their sign for preserve).
-TIEBREAK_HDC op_result sub(const format_desc& f, std::uint64_t a, std::uint64_t b, rounding r,
+TIEBREAK_HDI op_result sub(const format_desc& f, std::uint64_t a, std::uint64_t b, rounding r,
                            const convert_options& o = {}) noexcept {
   exact_value vb = unpack(f, b, o.flush_input);
   if (vb.cls != value_class::nan) vb.sign = !vb.sign;
@@ -179,7 +197,7 @@ TIEBREAK_HDC op_result sub(const format_desc& f, std::uint64_t a, std::uint64_t 
 }
 
 /// a * b in format `f`, rounded once. NaN as for add; 0 * Inf is invalid.
-TIEBREAK_HDC op_result mul(const format_desc& f, std::uint64_t a, std::uint64_t b, rounding r,
+TIEBREAK_HDI op_result mul(const format_desc& f, std::uint64_t a, std::uint64_t b, rounding r,
                            const convert_options& o = {}) noexcept {
   op_result out;
   out.a = a;
@@ -207,7 +225,7 @@ TIEBREAK_HDC op_result mul(const format_desc& f, std::uint64_t a, std::uint64_t 
 
 /// a * b + c in format `f` with a single rounding (the product is exact, never rounded first).
 /// NaN as for add; 0 * Inf is invalid whatever c is; Inf * x + (-Inf) is invalid.
-TIEBREAK_HDC op_result fma(const format_desc& f, std::uint64_t a, std::uint64_t b, std::uint64_t c,
+TIEBREAK_HDI op_result fma(const format_desc& f, std::uint64_t a, std::uint64_t b, std::uint64_t c,
                            rounding r, const convert_options& o = {}) noexcept {
   const exact_value va = unpack(f, a, o.flush_input), vb = unpack(f, b, o.flush_input),
                     vc = unpack(f, c, o.flush_input);

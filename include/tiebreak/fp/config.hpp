@@ -14,6 +14,17 @@
 /// Marks core functions: usable from host code, device code and constant expressions.
 #define TIEBREAK_HDC TIEBREAK_HD constexpr
 
+#if defined(__CUDACC__)
+#define TIEBREAK_FORCEINLINE __forceinline__
+#elif defined(__GNUC__)
+#define TIEBREAK_FORCEINLINE [[gnu::always_inline]] inline
+#else
+#define TIEBREAK_FORCEINLINE inline
+#endif
+/// Core functions on the hot path of sweeps and emulated kernels: always inlined, so the format
+/// descriptor and the rounding mode fold into constants at the call site.
+#define TIEBREAK_HDI TIEBREAK_FORCEINLINE TIEBREAK_HD constexpr
+
 namespace tiebreak {
 
 /// 128-bit unsigned integer: wide enough to hold a product of two f64 significands (106 bits) with
@@ -21,7 +32,7 @@ namespace tiebreak {
 using u128 = unsigned __int128;
 
 /// Number of leading zero bits; 64 for zero.
-TIEBREAK_HDC int clz64(std::uint64_t x) noexcept {
+TIEBREAK_HDI int clz64(std::uint64_t x) noexcept {
   if (std::is_constant_evaluated()) {
     if (x == 0) return 64;
     int n = 0;
@@ -36,17 +47,36 @@ TIEBREAK_HDC int clz64(std::uint64_t x) noexcept {
 }
 
 /// Number of leading zero bits of a 128-bit value; 128 for zero.
-TIEBREAK_HDC int clz128(u128 x) noexcept {
+TIEBREAK_HDI int clz128(u128 x) noexcept {
   const auto hi = static_cast<std::uint64_t>(x >> 64);
   return hi != 0 ? clz64(hi) : 64 + clz64(static_cast<std::uint64_t>(x));
 }
 
 /// Index of the most significant set bit; -1 for zero.
-TIEBREAK_HDC int msb128(u128 x) noexcept { return 127 - clz128(x); }
+TIEBREAK_HDI int msb128(u128 x) noexcept { return 127 - clz128(x); }
 
 /// Mask of the low n bits, for 0 <= n <= 128.
-TIEBREAK_HDC u128 low_mask128(int n) noexcept {
+TIEBREAK_HDI u128 low_mask128(int n) noexcept {
   return n >= 128 ? ~u128{0} : n <= 0 ? u128{0} : (u128{1} << n) - 1;
+}
+
+/// Width in bits of an unsigned integer type (64 or 128 here).
+template <class U>
+inline constexpr int bit_width_v = static_cast<int>(sizeof(U) * 8);
+
+/// Index of the most significant set bit of a 64- or 128-bit value; -1 for zero.
+template <class U>
+TIEBREAK_HDI int msb_of(U x) noexcept {
+  if constexpr (sizeof(U) == 16) return msb128(x);
+  else return 63 - clz64(static_cast<std::uint64_t>(x));
+}
+/// x >> n for any n >= 0 (0 once n reaches the width).
+template <class U>
+TIEBREAK_HDI U shr(U x, int n) noexcept { return n >= bit_width_v<U> ? U{0} : static_cast<U>(x >> n); }
+/// Mask of the low n bits for any n (all ones once n reaches the width, zero for n <= 0).
+template <class U>
+TIEBREAK_HDI U low_mask(int n) noexcept {
+  return n >= bit_width_v<U> ? static_cast<U>(~U{0}) : (n <= 0 ? U{0} : static_cast<U>((U{1} << n) - 1));
 }
 
 }  // namespace tiebreak

@@ -30,57 +30,57 @@ struct format_desc {
   int pad = 0;         ///< zero bits below the fraction inside the container
   std::string_view name = "custom";
 
-  TIEBREAK_HDC int precision() const noexcept { return man_bits + 1; }
-  TIEBREAK_HDC int storage_bits() const noexcept { return 1 + exp_bits + man_bits + pad; }
-  TIEBREAK_HDC std::uint64_t sign_mask() const noexcept {
+  TIEBREAK_HDI int precision() const noexcept { return man_bits + 1; }
+  TIEBREAK_HDI int storage_bits() const noexcept { return 1 + exp_bits + man_bits + pad; }
+  TIEBREAK_HDI std::uint64_t sign_mask() const noexcept {
     return std::uint64_t{1} << (exp_bits + man_bits + pad);
   }
-  TIEBREAK_HDC std::uint64_t exp_field_max() const noexcept {
+  TIEBREAK_HDI std::uint64_t exp_field_max() const noexcept {
     return (std::uint64_t{1} << exp_bits) - 1;
   }
-  TIEBREAK_HDC std::uint64_t frac_mask() const noexcept {
+  TIEBREAK_HDI std::uint64_t frac_mask() const noexcept {
     return (std::uint64_t{1} << man_bits) - 1;
   }
   /// Smallest normal exponent (unbiased).
-  TIEBREAK_HDC int emin() const noexcept { return 1 - bias; }
+  TIEBREAK_HDI int emin() const noexcept { return 1 - bias; }
   /// Largest finite exponent (unbiased).
-  TIEBREAK_HDC int emax() const noexcept {
+  TIEBREAK_HDI int emax() const noexcept {
     return static_cast<int>(special == special_style::ieee ? exp_field_max() - 1 : exp_field_max()) - bias;
   }
   /// Largest finite fraction field in the top binade.
-  TIEBREAK_HDC std::uint64_t max_frac() const noexcept {
+  TIEBREAK_HDI std::uint64_t max_frac() const noexcept {
     return special == special_style::fn_nan ? frac_mask() - 1 : frac_mask();
   }
-  TIEBREAK_HDC bool has_inf() const noexcept { return special == special_style::ieee; }
-  TIEBREAK_HDC bool has_nan() const noexcept { return special != special_style::finite; }
+  TIEBREAK_HDI bool has_inf() const noexcept { return special == special_style::ieee; }
+  TIEBREAK_HDI bool has_nan() const noexcept { return special != special_style::finite; }
 
   /// Packs sign, biased exponent field and fraction field into an encoding.
-  TIEBREAK_HDC std::uint64_t pack(bool sign, std::uint64_t exp_field, std::uint64_t frac) const noexcept {
+  TIEBREAK_HDI std::uint64_t pack(bool sign, std::uint64_t exp_field, std::uint64_t frac) const noexcept {
     return ((sign ? sign_mask() : 0) | (exp_field << (man_bits + pad)) | (frac << pad));
   }
-  TIEBREAK_HDC bool sign_of(std::uint64_t bits) const noexcept { return (bits & sign_mask()) != 0; }
-  TIEBREAK_HDC std::uint64_t exp_field_of(std::uint64_t bits) const noexcept {
+  TIEBREAK_HDI bool sign_of(std::uint64_t bits) const noexcept { return (bits & sign_mask()) != 0; }
+  TIEBREAK_HDI std::uint64_t exp_field_of(std::uint64_t bits) const noexcept {
     return (bits >> (man_bits + pad)) & exp_field_max();
   }
-  TIEBREAK_HDC std::uint64_t frac_of(std::uint64_t bits) const noexcept {
+  TIEBREAK_HDI std::uint64_t frac_of(std::uint64_t bits) const noexcept {
     return (bits >> pad) & frac_mask();
   }
-  TIEBREAK_HDC std::uint64_t max_finite(bool sign) const noexcept {
+  TIEBREAK_HDI std::uint64_t max_finite(bool sign) const noexcept {
     return pack(sign, special == special_style::ieee ? exp_field_max() - 1 : exp_field_max(), max_frac());
   }
-  TIEBREAK_HDC std::uint64_t inf(bool sign) const noexcept { return pack(sign, exp_field_max(), 0); }
-  TIEBREAK_HDC bool is_nan(std::uint64_t bits) const noexcept {
+  TIEBREAK_HDI std::uint64_t inf(bool sign) const noexcept { return pack(sign, exp_field_max(), 0); }
+  TIEBREAK_HDI bool is_nan(std::uint64_t bits) const noexcept {
     switch (special) {
       case special_style::ieee: return exp_field_of(bits) == exp_field_max() && frac_of(bits) != 0;
       case special_style::fn_nan: return exp_field_of(bits) == exp_field_max() && frac_of(bits) == frac_mask();
       default: return false;
     }
   }
-  TIEBREAK_HDC bool is_inf(std::uint64_t bits) const noexcept {
+  TIEBREAK_HDI bool is_inf(std::uint64_t bits) const noexcept {
     return special == special_style::ieee && exp_field_of(bits) == exp_field_max() && frac_of(bits) == 0;
   }
   /// Every encoding of the format has its bits inside this mask.
-  TIEBREAK_HDC std::uint64_t encoding_mask() const noexcept {
+  TIEBREAK_HDI std::uint64_t encoding_mask() const noexcept {
     return storage_bits() >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << storage_bits()) - 1;
   }
 };
@@ -101,7 +101,7 @@ inline constexpr format_desc e5m2{5, 2, 15, special_style::ieee, 0, "e5m2"};
 /// Identifiers of the named formats, the names used by the CLI, JSON and Python.
 enum class format_id : std::uint8_t { f64, f32, tf32, bf16, f16, e4m3, e5m2 };
 
-TIEBREAK_HDC format_desc desc_of(format_id id) noexcept {
+TIEBREAK_HDI format_desc desc_of(format_id id) noexcept {
   switch (id) {
     case format_id::f64: return formats::f64;
     case format_id::f32: return formats::f32;

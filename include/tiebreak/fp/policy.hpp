@@ -98,7 +98,7 @@ enum flag : std::uint8_t {
 ///   rd   | (G || S) && sign
 ///   rto  | never (the caller ORs (G || S) into the lsb instead)
 ///   sr   | top32 + random carries out of 32 bits
-TIEBREAK_HDC bool rounds_up(rounding r, bool sign, bool lsb, bool guard, bool sticky,
+TIEBREAK_HDI bool rounds_up(rounding r, bool sign, bool lsb, bool guard, bool sticky,
                             std::uint32_t top32) noexcept {
   switch (r.mode) {
     case round_mode::rne: return guard && (sticky || lsb);
@@ -114,7 +114,7 @@ TIEBREAK_HDC bool rounds_up(rounding r, bool sign, bool lsb, bool guard, bool st
 
 /// True when a mode sends an overflowing magnitude of this sign to infinity (IEEE 754 7.4);
 /// otherwise it goes to the largest finite value.
-TIEBREAK_HDC bool overflows_to_inf(rounding r, bool sign) noexcept {
+TIEBREAK_HDI bool overflows_to_inf(rounding r, bool sign) noexcept {
   switch (r.mode) {
     case round_mode::rne:
     case round_mode::rna:

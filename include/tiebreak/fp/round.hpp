@@ -18,32 +18,42 @@ namespace tiebreak {
 ///
 ///   error = (-1)^sign * ( step * 2^lsb_exp  -  discarded * 2^window_exp  -  tail )
 ///
-/// where `tail` is the input's exact tail (signed relative to the value, see exact_value). `error`
-/// and `error_ulps` are that quantity rounded once to double; `error_sign` is its exact sign.
-/// `error_exact` is false when the input carried sticky bits or when the result overflowed.
+/// where `tail = (tail_neg ? -1 : 1) * tail_sig * 2^tail_exp` is the input's exact tail (see
+/// exact_value). error() and error_ulps() give that quantity rounded once to double (computed on
+/// demand, off the hot path); error_sign() is its exact sign. error_exact() is false when the
+/// input carried sticky bits or the result overflowed (then error() is the double estimate).
 struct round_result {
   std::uint64_t bits = 0;          ///< encoding in the target format
   std::uint8_t flags = 0;          ///< tiebreak::flag bits
   bool sign = false;               ///< sign of the exact value
   // --- trace of the rounding step (finite inputs) ---
-  int lsb_exp = 0;                 ///< the result grid: one ulp of the result is 2^lsb_exp
-  int window_exp = 0;              ///< weight of the input window's lsb
-  int discarded_count = 0;         ///< k: window bits below the result lsb (<= 0: none)
-  u128 discarded = 0;              ///< the discarded window bits (all of the window when k >= 128)
   bool guard = false;              ///< first discarded bit
   bool round_bit = false;          ///< second discarded bit
   bool sticky = false;             ///< OR of every later bit, the tail and the input's sticky flag
-  std::int64_t step = 0;           ///< result minus truncated magnitude, in ulps: 0 or 1 (rz/rto: 0/1 via lsb), -1 only when a negative tail borrowed
-  // --- the error ---
-  bool error_exact = true;
-  int error_sign = 0;              ///< exact sign of (result - exact): -1, 0, +1
-  double error = 0;                ///< result - exact, rounded to double (+-inf for an infinite result of a finite input)
-  double error_ulps = 0;           ///< error / 2^lsb_exp, rounded to double
+  bool finite_input = false;       ///< the terms below describe a finite non-zero input
+  bool input_sticky = false;       ///< the input had bits lost before (error not exact)
+  bool tail_neg = false;           ///< the input's tail opposes its sign
+  int lsb_exp = 0;                 ///< the result grid: one ulp of the result is 2^lsb_exp
+  int window_exp = 0;              ///< weight of the input window's lsb
+  int discarded_count = 0;         ///< k: window bits below the result lsb (<= 0: none)
+  int tail_exp = 0;
+  std::int64_t step = 0;           ///< result minus truncated magnitude, in ulps: 0 or 1; -1 when a negative tail borrowed and nothing was added back; -truncated when flushed to zero
+  u128 discarded = 0;              ///< the discarded window bits (all of the window when k >= 128)
+  u128 tail_sig = 0;               ///< the input's exact tail (0: none)
+  double overflow_error = 0;       ///< overflow only: result - exact, rounded to double
 
   TIEBREAK_HDC bool inexact() const noexcept { return (flags & flag_inexact) != 0; }
   TIEBREAK_HDC bool overflow() const noexcept { return (flags & flag_overflow) != 0; }
   TIEBREAK_HDC bool underflow() const noexcept { return (flags & flag_underflow) != 0; }
   TIEBREAK_HDC bool invalid() const noexcept { return (flags & flag_invalid) != 0; }
+  TIEBREAK_HDC bool error_exact() const noexcept { return !input_sticky && !overflow(); }
+  /// result - exact, rounded once to double; +-inf for an infinite result of a finite input, 0 for
+  /// special inputs.
+  TIEBREAK_HDC double error() const noexcept;
+  /// error() / 2^lsb_exp.
+  TIEBREAK_HDC double error_ulps() const noexcept;
+  /// Exact sign of result - exact: -1, 0, +1.
+  TIEBREAK_HDC int error_sign() const noexcept;
 };
 
 namespace detail {
@@ -89,84 +99,69 @@ TIEBREAK_HDC std::uint64_t nan_bits(const format_desc& f, const exact_value& x, 
 
 }  // namespace detail
 
-/// Rounds an exact value into format `f` under rounding `r` (SoftFloat's roundPack).
-///
-/// Preconditions: `f` has 1 <= man_bits <= 52; a finite `x` has sig != 0 or sticky set.
-/// Policy: `r` decides every inexact case; overflow follows IEEE 754 7.4 per mode (rne, rna, sr: to
-/// Inf; rz, rto: to max finite; ru/rd: by sign) and goes to max finite under `o.saturate`, to NaN in
-/// formats without Inf (e4m3). Underflow is signalled when the exact value is tiny (below the normal
-/// range, before rounding) and the result inexact. `o.flush_output` turns subnormal results into
-/// signed zeros. NaN inputs give the NaN of `o.nan`; a signalling NaN also raises invalid. Infinite
-/// inputs stay infinite, or become max finite under `o.saturate`, or NaN in formats without Inf.
-TIEBREAK_HDC round_result round_pack(const format_desc& f, const exact_value& x, rounding r,
-                                     const convert_options& o = {}) noexcept {
+namespace detail {
+
+/// The finite, non-zero path of round_pack on a window held in U (uint64_t or u128): the same code
+/// for both widths, so a 64-bit window (every conversion and every add of formats up to f64) never
+/// pays for 128-bit shifts.
+template <class U>
+TIEBREAK_HDI round_result round_finite(const format_desc& f, const exact_value& x, rounding r,
+                                       const convert_options& o) noexcept {
   round_result res;
   res.sign = x.sign;
-  switch (x.cls) {
-    case value_class::nan:
-      res.bits = detail::nan_bits(f, x, o.nan);
-      if (x.nan_signaling) res.flags |= flag_invalid;
-      return res;
-    case value_class::inf:
-      if (o.saturate) res.bits = f.max_finite(x.sign);
-      else if (f.has_inf()) res.bits = f.inf(x.sign);
-      else { res.bits = detail::nan_bits(f, x, o.nan); res.flags |= flag_invalid; }
-      return res;
-    case value_class::zero:
-      res.bits = f.pack(x.sign, 0, 0);
-      return res;
-    default: break;
-  }
+  res.finite_input = true;
+  res.input_sticky = x.sticky;
 
   // Fold the tail into the window: a same-sign tail is a sticky bit; an opposite-sign tail borrows
   // one unit from the window's lsb and leaves a sticky remainder (2^exp - |tail| > 0).
   const bool has_tail = x.tail_sig != 0;
-  u128 sig = x.sig;
-  bool in_sticky = x.sticky || has_tail;
-  if (has_tail && x.tail_neg) sig -= 1;
+  const bool borrow = has_tail && x.tail_neg;
+  const U sig0 = static_cast<U>(x.sig);
+  const U sig = sig0 - (borrow ? U{1} : U{0});
+  res.tail_sig = x.tail_sig;
+  res.tail_exp = x.tail_exp;
+  res.tail_neg = x.tail_neg;
 
-  const int msb = msb128(sig);
-  const int e_lead = x.exp + msb;  // the exact value lies in [2^e_lead, 2^(e_lead+1))
+  const int e_lead = x.exp + msb_of(sig);  // the exact value lies in [2^e_lead, 2^(e_lead+1))
   const bool tiny = e_lead < f.emin();
-  int q = (tiny ? f.emin() : e_lead) - f.man_bits;
+  const int q = (tiny ? f.emin() : e_lead) - f.man_bits;
   const int k = q - x.exp;
+  constexpr int W = bit_width_v<U>;
 
+  // kept: the truncated significand on the result grid; g, rb, s: guard, round, sticky.
   std::uint64_t kept;
-  u128 rem = 0;
-  bool g = false, rb = false, s = in_sticky;
+  bool g = false, rb = false, s = x.sticky || has_tail;
   std::uint32_t top32 = 0;
   if (k <= 0) {
-    kept = static_cast<std::uint64_t>(sig << -k);
+    kept = static_cast<std::uint64_t>(sig << -k);  // -k <= man_bits: fits
   } else {
-    kept = k >= 128 ? 0 : static_cast<std::uint64_t>(sig >> k);
-    rem = k >= 128 ? sig : (sig & low_mask128(k));
-    g = k - 1 < 128 && ((rem >> (k - 1)) & 1) != 0;
-    rb = k >= 2 && k - 2 < 128 && ((rem >> (k - 2)) & 1) != 0;
-    s = s || (rem & low_mask128(k - 2)) != 0;
-    const int sh = k - 32;  // top32 = discarded bits [k-1 .. k-32]
-    if (sh >= 128) top32 = 0;
-    else if (sh >= 0) top32 = static_cast<std::uint32_t>(rem >> sh);
-    else top32 = static_cast<std::uint32_t>(rem << -sh);
+    const U rem = sig & low_mask<U>(k);
+    kept = static_cast<std::uint64_t>(shr(sig, k));
+    g = k <= W && ((rem >> (k - 1)) & 1) != 0;
+    rb = k >= 2 && k - 2 < W && ((rem >> (k - 2)) & 1) != 0;
+    s = s || (rem & low_mask<U>(k - 2)) != 0;
+    if (r.mode == round_mode::sr) {
+      const int sh = k - 32;  // top32 = discarded bits [k-1 .. k-32]
+      top32 = sh >= W ? 0u : static_cast<std::uint32_t>(sh >= 0 ? rem >> sh : rem << -sh);
+    }
+    // The exact terms use the window before the borrow.
+    res.discarded = static_cast<u128>(sig0 & low_mask<U>(k));
   }
   const bool sticky_all = rb || s;
   const bool inexact = g || sticky_all;
+  // Truncation of the window before the borrow differs from `kept` only when the borrow crossed
+  // the result lsb (all discarded window bits were zero).
+  const std::uint64_t t0 = (borrow && k > 0 && res.discarded == 0) ? kept + 1 : kept;
 
-  // Truncation of the *unadjusted* window, for the exact error terms.
-  const u128 d0 = k <= 0 ? u128{0} : (k >= 128 ? x.sig : (x.sig & low_mask128(k)));
-  const std::uint64_t t0 = k <= 0 ? static_cast<std::uint64_t>(x.sig << -k)
-                                  : (k >= 128 ? 0 : static_cast<std::uint64_t>(x.sig >> k));
-
-  const bool lsb = (kept & 1) != 0;
   if (r.mode == round_mode::rto) {
-    if (inexact) kept |= 1;
-  } else if (rounds_up(r, x.sign, lsb, g, sticky_all, top32)) {
+    kept |= inexact ? 1u : 0u;
+  } else if (rounds_up(r, x.sign, (kept & 1) != 0, g, sticky_all, top32)) {
     ++kept;
   }
 
   res.lsb_exp = q;
   res.window_exp = x.exp;
   res.discarded_count = k;
-  res.discarded = d0;
   res.guard = g;
   res.round_bit = rb;
   res.sticky = s;
@@ -178,98 +173,160 @@ TIEBREAK_HDC round_result round_pack(const format_desc& f, const exact_value& x,
   std::uint64_t out_kept = kept;
   int out_q = q;
   if (out_kept >> (f.man_bits + 1)) { out_kept >>= 1; ++out_q; }
-  bool overflow = false;
   if (out_kept == 0) {
     res.bits = f.pack(x.sign, 0, 0);
-  } else if ((out_kept >> f.man_bits) == 0) {
-    res.bits = f.pack(x.sign, 0, out_kept);  // subnormal: out_q == emin - man_bits
+    return res;
+  }
+  if ((out_kept >> f.man_bits) == 0) {  // subnormal: out_q == emin - man_bits
+    res.bits = f.pack(x.sign, 0, out_kept);
     if (o.flush_output) {
       res.bits = f.pack(x.sign, 0, 0);
       res.flags |= flag_underflow | flag_inexact;
       res.step = -static_cast<std::int64_t>(t0);
     }
-  } else {
-    const int e_out = out_q + f.man_bits;
-    const std::uint64_t frac = out_kept & f.frac_mask();
-    if (e_out > f.emax() || (e_out == f.emax() && frac > f.max_frac())) {
-      overflow = true;
-    } else {
-      res.bits = f.pack(x.sign, static_cast<std::uint64_t>(e_out + f.bias), frac);
-    }
-  }
-
-  // Error terms: error = sign * (step * 2^q - d0 * 2^exp - tail_rel).
-  const double tail_rel = has_tail ? (x.tail_neg ? -1.0 : 1.0) * detail::ldexp_exact(detail::u128_to_double(x.tail_sig), x.tail_exp)
-                                   : 0.0;
-  if (overflow) {
-    res.flags |= flag_overflow | flag_inexact;
-    res.error_exact = false;
-    const double exact_mag = detail::ldexp_exact(detail::u128_to_double(x.sig), x.exp) + tail_rel;
-    if (!o.saturate && overflows_to_inf(r, x.sign)) {
-      if (f.has_inf()) res.bits = f.inf(x.sign);
-      else res.bits = detail::nan_bits(f, x, o.nan);
-      res.error = x.sign ? -__builtin_huge_val() : __builtin_huge_val();
-      res.error_ulps = res.error;
-    } else {
-      res.bits = f.max_finite(x.sign);
-      const double max_mag = detail::ldexp_exact(static_cast<double>((f.max_frac() | (std::uint64_t{1} << f.man_bits))),
-                                                 f.emax() - f.man_bits);
-      const double e = max_mag - exact_mag;
-      res.error = x.sign ? -e : e;
-      res.error_ulps = detail::ldexp_exact(res.error, -(f.emax() - f.man_bits));
-    }
-    res.error_sign = res.error > 0 ? 1 : (res.error < 0 ? -1 : 0);
     return res;
   }
-  res.error_exact = !x.sticky;
-
-  // diff = step * 2^k - d0, in units of 2^exp. |step| > 1 only for flushed results (d0 < 2^k).
-  double diff;  // in units of 2^exp
-  int diff_sign;
-  if (k <= 0) {
-    diff = static_cast<double>(res.step);  // d0 = 0, and step is 0 here unless flushed
-    diff = detail::ldexp_exact(diff, -k);
-    diff_sign = res.step > 0 ? 1 : (res.step < 0 ? -1 : 0);
-  } else if (res.step == 0) {
-    diff = -detail::u128_to_double(d0);
-    diff_sign = d0 != 0 ? -1 : 0;
-  } else if (res.step == 1) {
-    // 2^k - d0 > 0 (d0 < 2^k).
-    if (k < 128) diff = detail::u128_to_double((u128{1} << k) - d0);
-    else if (k == 128) diff = detail::u128_to_double(~d0 + 1) + (d0 == 0 ? 0x1p128 : 0.0);
-    else diff = detail::ldexp_exact(1.0, k) - detail::u128_to_double(d0);
-    diff_sign = 1;
-  } else {
-    // step <= -1: -(|step| * 2^k + d0) < 0.
-    diff = -(detail::ldexp_exact(static_cast<double>(-res.step), k) + detail::u128_to_double(d0));
-    diff_sign = -1;
+  const int e_out = out_q + f.man_bits;
+  const std::uint64_t frac = out_kept & f.frac_mask();
+  if (e_out < f.emax() || (e_out == f.emax() && frac <= f.max_frac())) {
+    res.bits = f.pack(x.sign, static_cast<std::uint64_t>(e_out + f.bias), frac);
+    return res;
   }
-  const double mag_err = detail::ldexp_exact(diff, x.exp) - tail_rel;
-  res.error = x.sign ? -mag_err : mag_err;
-  res.error_ulps = x.sign ? -(detail::ldexp_exact(diff, -k) - detail::ldexp_exact(tail_rel, -q))
-                          : detail::ldexp_exact(diff, -k) - detail::ldexp_exact(tail_rel, -q);
-  // Exact sign: the tail only decides when the window part is zero (|tail| < 2^exp <= any non-zero diff).
-  int sgn = diff_sign != 0 ? diff_sign : (has_tail ? (x.tail_neg ? 1 : -1) : 0);
-  if (x.sticky && diff_sign == 0) sgn = -1;
-  res.error_sign = x.sign ? -sgn : sgn;
+
+  // Overflow (IEEE 754 7.4), off the hot path: the error is estimated in double.
+  res.flags |= flag_overflow | flag_inexact;
+  if (!o.saturate && overflows_to_inf(r, x.sign)) {
+    res.bits = f.has_inf() ? f.inf(x.sign) : nan_bits(f, x, o.nan);
+    res.overflow_error = x.sign ? -__builtin_huge_val() : __builtin_huge_val();
+  } else {
+    res.bits = f.max_finite(x.sign);
+    res.lsb_exp = f.emax() - f.man_bits;  // one ulp of the max finite result
+    const double tail = has_tail ? (x.tail_neg ? -1.0 : 1.0) * ldexp_exact(u128_to_double(x.tail_sig), x.tail_exp)
+                                 : 0.0;
+    const double exact_mag = ldexp_exact(u128_to_double(x.sig), x.exp) + tail;
+    const double max_mag = ldexp_exact(static_cast<double>(f.max_frac() | (std::uint64_t{1} << f.man_bits)),
+                                       f.emax() - f.man_bits);
+    res.overflow_error = x.sign ? exact_mag - max_mag : max_mag - exact_mag;
+  }
   return res;
 }
 
+}  // namespace detail
+
+/// Rounds an exact value into format `f` under rounding `r` (SoftFloat's roundPack).
+///
+/// Preconditions: `f` has 1 <= man_bits <= 52; a finite `x` has sig != 0.
+/// Policy: `r` decides every inexact case; overflow follows IEEE 754 7.4 per mode (rne, rna, sr: to
+/// Inf; rz, rto: to max finite; ru/rd: by sign) and goes to max finite under `o.saturate`, to NaN in
+/// formats without Inf (e4m3). Underflow is signalled when the exact value is tiny (below the normal
+/// range, before rounding) and the result inexact. `o.flush_output` turns subnormal results into
+/// signed zeros. NaN inputs give the NaN of `o.nan`; a signalling NaN also raises invalid. Infinite
+/// inputs stay infinite, or become max finite under `o.saturate`, or NaN in formats without Inf.
+TIEBREAK_HDI round_result round_pack(const format_desc& f, const exact_value& x, rounding r,
+                                     const convert_options& o = {}) noexcept {
+  switch (x.cls) {
+    case value_class::finite:
+      if (static_cast<std::uint64_t>(x.sig >> 64) == 0) return detail::round_finite<std::uint64_t>(f, x, r, o);
+      return detail::round_finite<u128>(f, x, r, o);
+    case value_class::nan: {
+      round_result res;
+      res.sign = x.sign;
+      res.bits = detail::nan_bits(f, x, o.nan);
+      if (x.nan_signaling) res.flags |= flag_invalid;
+      return res;
+    }
+    case value_class::inf: {
+      round_result res;
+      res.sign = x.sign;
+      if (o.saturate) res.bits = f.max_finite(x.sign);
+      else if (f.has_inf()) res.bits = f.inf(x.sign);
+      else { res.bits = detail::nan_bits(f, x, o.nan); res.flags |= flag_invalid; }
+      return res;
+    }
+    default: {
+      round_result res;
+      res.sign = x.sign;
+      res.bits = f.pack(x.sign, 0, 0);
+      return res;
+    }
+  }
+}
+
+namespace detail {
+/// The window part of the error in units of 2^window_exp: step * 2^k - discarded, as a double
+/// rounded once, and its exact sign.
+TIEBREAK_HDC double window_error(const round_result& r, int& sign) noexcept {
+  const int k = r.discarded_count;
+  if (k <= 0 || r.discarded == 0) {
+    sign = r.step > 0 ? 1 : (r.step < 0 ? -1 : 0);
+    return ldexp_exact(static_cast<double>(r.step), k);
+  }
+  if (r.step == 0) { sign = -1; return -u128_to_double(r.discarded); }
+  if (r.step == 1) {  // 2^k - discarded > 0
+    sign = 1;
+    if (k < 128) return u128_to_double((u128{1} << k) - r.discarded);
+    if (k == 128) return u128_to_double(~r.discarded + 1);  // discarded != 0 here
+    return ldexp_exact(1.0, k) - u128_to_double(r.discarded);
+  }
+  sign = r.step > 0 ? 1 : -1;  // |step| > 1 only when flushed (negative): -(|step| 2^k + d)
+  return ldexp_exact(static_cast<double>(r.step), k) - u128_to_double(r.discarded);
+}
+TIEBREAK_HDC double tail_value(const round_result& r) noexcept {
+  if (r.tail_sig == 0) return 0.0;
+  const double t = ldexp_exact(u128_to_double(r.tail_sig), r.tail_exp);
+  return r.tail_neg ? -t : t;
+}
+}  // namespace detail
+
+TIEBREAK_HDC double round_result::error() const noexcept {
+  if (overflow()) return overflow_error;
+  if (!finite_input) return 0.0;
+  int sg = 0;
+  const double mag = detail::ldexp_exact(detail::window_error(*this, sg), window_exp) - detail::tail_value(*this);
+  return sign ? -mag : mag;
+}
+
+TIEBREAK_HDC double round_result::error_ulps() const noexcept {
+  if (overflow()) {
+    const double e = overflow_error;
+    return (e - e != 0) ? e : detail::ldexp_exact(e, -lsb_exp);
+  }
+  if (!finite_input) return 0.0;
+  int sg = 0;
+  const double mag = detail::ldexp_exact(detail::window_error(*this, sg), -discarded_count) -
+                     detail::ldexp_exact(detail::tail_value(*this), -lsb_exp);
+  return sign ? -mag : mag;
+}
+
+TIEBREAK_HDC int round_result::error_sign() const noexcept {
+  if (overflow()) return overflow_error > 0 ? 1 : (overflow_error < 0 ? -1 : 0);
+  if (!finite_input) return 0;
+  int sg = 0;
+  detail::window_error(*this, sg);
+  // The tail decides only when the window part is zero: |tail| < 2^window_exp <= |window part|.
+  if (sg == 0) sg = tail_sig != 0 ? (tail_neg ? 1 : -1) : (input_sticky ? -1 : 0);
+  return sign ? -sg : sg;
+}
+
 /// Runtime-typed convenience: rounds an encoding of `from` into `to`.
-TIEBREAK_HDC round_result convert(const format_desc& to, const format_desc& from, std::uint64_t bits,
+TIEBREAK_HDI round_result convert(const format_desc& to, const format_desc& from, std::uint64_t bits,
                                   rounding r, const convert_options& o = {}) noexcept {
   return round_pack(to, unpack(from, bits, o.flush_input), r, o);
 }
 
 /// f32 -> any format, from a float's bits.
-TIEBREAK_HDC round_result f32_bits_to(const format_desc& to, std::uint32_t bits, rounding r,
+TIEBREAK_HDI round_result f32_bits_to(const format_desc& to, std::uint32_t bits, rounding r,
                                       const convert_options& o = {}) noexcept {
-  return convert(to, formats::f32, bits, r, o);
+  // A local copy, not a reference to the namespace-scope constant: nvcc cannot bind a reference
+  // to a host variable in device code ("identifier formats::f32 is undefined in device code").
+  constexpr format_desc from = formats::f32;
+  return convert(to, from, bits, r, o);
 }
 /// f64 -> any format, rounded once (never through f32).
-TIEBREAK_HDC round_result f64_bits_to(const format_desc& to, std::uint64_t bits, rounding r,
+TIEBREAK_HDI round_result f64_bits_to(const format_desc& to, std::uint64_t bits, rounding r,
                                       const convert_options& o = {}) noexcept {
-  return convert(to, formats::f64, bits, r, o);
+  constexpr format_desc from = formats::f64;  // a copy, for device code (see f32_bits_to)
+  return convert(to, from, bits, r, o);
 }
 
 /// Value of an encoding as a double (exact for every format up to f64; NaN keeps its sign).

@@ -36,19 +36,19 @@ struct exact_value {
   bool nan_signaling = false;
 };
 
-TIEBREAK_HDC exact_value make_zero(bool sign) noexcept {
+TIEBREAK_HDI exact_value make_zero(bool sign) noexcept {
   exact_value v;
   v.sign = sign;
   return v;
 }
-TIEBREAK_HDC exact_value make_inf(bool sign) noexcept {
+TIEBREAK_HDI exact_value make_inf(bool sign) noexcept {
   exact_value v;
   v.cls = value_class::inf;
   v.sign = sign;
   return v;
 }
 /// A quiet NaN with no payload (the default NaN of invalid operations before the NaN policy applies).
-TIEBREAK_HDC exact_value make_nan(bool sign = false) noexcept {
+TIEBREAK_HDI exact_value make_nan(bool sign = false) noexcept {
   exact_value v;
   v.cls = value_class::nan;
   v.sign = sign;
@@ -56,7 +56,7 @@ TIEBREAK_HDC exact_value make_nan(bool sign = false) noexcept {
   return v;
 }
 /// (-1)^sign * sig * 2^exp, optionally with bits already lost below it (`sticky`).
-TIEBREAK_HDC exact_value make_exact(bool sign, u128 sig, int exp, bool sticky = false) noexcept {
+TIEBREAK_HDI exact_value make_exact(bool sign, u128 sig, int exp, bool sticky = false) noexcept {
   exact_value v;
   v.sign = sign;
   if (sig == 0 && !sticky) return v;
@@ -69,7 +69,7 @@ TIEBREAK_HDC exact_value make_exact(bool sign, u128 sig, int exp, bool sticky = 
 
 /// Decodes an encoding of format `f` into an exact value. `flush_input` reads subnormals as signed
 /// zeros (DAZ). Bits outside f.encoding_mask() and inside the tf32 padding are ignored.
-TIEBREAK_HDC exact_value unpack(const format_desc& f, std::uint64_t bits, bool flush_input = false) noexcept {
+TIEBREAK_HDI exact_value unpack(const format_desc& f, std::uint64_t bits, bool flush_input = false) noexcept {
   const bool sign = f.sign_of(bits);
   const std::uint64_t ef = f.exp_field_of(bits);
   const std::uint64_t frac = f.frac_of(bits);
@@ -89,7 +89,7 @@ TIEBREAK_HDC exact_value unpack(const format_desc& f, std::uint64_t bits, bool f
 }
 
 /// Magnitude comparison of two finite non-zero windows without tails: -1, 0, +1 for |a| <,=,> |b|.
-TIEBREAK_HDC int compare_magnitude(const exact_value& a, const exact_value& b) noexcept {
+TIEBREAK_HDI int compare_magnitude(const exact_value& a, const exact_value& b) noexcept {
   const int ma = a.exp + msb128(a.sig), mb = b.exp + msb128(b.sig);
   if (ma != mb) return ma < mb ? -1 : 1;
   // Same leading exponent: align both to the smaller exponent; the shift is below 128 bits here.
