@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file Registration functions of the CLI subcommands (one per <name>_cmd.cpp).
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace tiebreak::cli {
+
+/// `tiebreak round`: round values into a format (round_cmd.cpp).
+void register_round(CLI::App& app);
+/// `tiebreak add`: sum values left to right with every step's exact value and error (add_cmd.cpp).
+void register_add(CLI::App& app);
+/// `tiebreak demo`: the tie-breaking demonstration table (demo_cmd.cpp).
+void register_demo(CLI::App& app);
+#ifdef TIEBREAK_HAVE_ANALYSIS
+/// `tiebreak analyze` (analyze_cmd.cpp, built with tiebreak::analysis).
+void register_analyze(CLI::App& app);
+#endif
+
+}  // namespace tiebreak::cli

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file Helpers shared by the CLI subcommands.
+
+#include "common.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace tiebreak::cli {
+
+format_desc format_by_name(std::string_view option, std::string_view name) {
+  format_id id{};
+  if (!parse_format(name, id)) {
+    throw std::invalid_argument(
+        fmt::format("{}: unknown format '{}' (expected one of f64 f32 tf32 bf16 f16 e4m3 e5m2)", option, name));
+  }
+  return desc_of(id);
+}
+
+round_mode mode_by_name(std::string_view option, std::string_view name) {
+  round_mode m{};
+  if (!parse_round_mode(name, m)) {
+    throw std::invalid_argument(
+        fmt::format("{}: unknown rounding mode '{}' (expected one of rne rna rz ru rd rto sr)", option, name));
+  }
+  return m;
+}
+
+host::exact_number parse_value(std::string_view text, const format_desc& from) {
+  constexpr std::string_view prefix = "bits:";
+  if (text.substr(0, prefix.size()) == prefix) {
+    return host::from_bits(from, host::parse_bits(from, text.substr(prefix.size())));
+  }
+  return host::parse_real(text);
+}
+
+void restore_negative_specials(std::vector<std::string>& values) {
+  for (std::string& v : values) {
+    if (v.size() > 1 && v[0] == ' ' && v[1] == '-') v.erase(v.begin());
+  }
+}
+
+std::vector<std::string> flag_names(std::uint8_t flags) {
+  std::vector<std::string> out;
+  if (flags & flag_inexact) out.emplace_back("inexact");
+  if (flags & flag_underflow) out.emplace_back("underflow");
+  if (flags & flag_overflow) out.emplace_back("overflow");
+  if (flags & flag_invalid) out.emplace_back("invalid");
+  return out;
+}
+
+std::string flags_text(std::uint8_t flags) {
+  const auto names = flag_names(flags);
+  return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, " "));
+}
+
+nlohmann::json json_number(double x) {
+  if (x != x) return "nan";
+  if (x - x != 0) return x > 0 ? "inf" : "-inf";
+  return x;
+}
+
+std::string value_text(const format_desc& f, std::uint64_t bits) {
+  return host::to_decimal_string(host::from_bits(f, bits));
+}
+
+std::string value_text_with_hex(const format_desc& f, std::uint64_t bits) {
+  const host::exact_number x = host::from_bits(f, bits);
+  if (x.cls != value_class::finite) return host::to_decimal_string(x);
+  return fmt::format("{} ({})", host::to_decimal_string(x.value), host::to_hex_string(x.value));
+}
+
+error_report compare(const format_desc& f, const round_result& r, const host::exact_number& exact) {
+  error_report e;
+  const bool result_nan = f.is_nan(r.bits);
+  const bool result_inf = f.is_inf(r.bits);
+  if (exact.cls == value_class::nan || result_nan) return e;  // no error is defined
+  if (exact.cls == value_class::inf) {
+    e.known = true;
+    if (result_inf) {
+      e.direction = "exact";
+      return e;
+    }
+    // Saturated: a finite result for an infinite input is infinitely far toward zero.
+    e.infinite = true;
+    e.sign = exact.sign ? 1 : -1;
+    e.direction = "toward";
+    return e;
+  }
+  e.known = true;
+  if (result_inf) {
+    e.infinite = true;
+    e.sign = f.sign_of(r.bits) ? -1 : 1;
+    e.direction = "away";
+    return e;
+  }
+  e.error = host::rounding_error(f, r, exact.value);
+  e.sign = e.error > 0 ? 1 : (e.error < 0 ? -1 : 0);
+  // The ulp of an exact zero is the subnormal grid 2^(emin - man_bits).
+  e.ulps = e.error / (exact.cls == value_class::finite ? host::result_ulp(f, r) : host::pow2(f.emin() - f.man_bits));
+  if (e.sign == 0) e.direction = "exact";
+  else e.direction = ((e.sign > 0) == !exact.sign) ? "away" : "toward";
+  return e;
+}
+
+void put_error(nlohmann::json& j, const error_report& e) {
+  if (!e.known) {
+    j["error"] = "nan";
+    j["error_ulps"] = "nan";
+    j["error_ulps_exact"] = "nan";
+    j["direction"] = nullptr;
+    return;
+  }
+  if (e.infinite) {
+    const char* s = e.sign > 0 ? "inf" : "-inf";
+    j["error"] = s;
+    j["error_ulps"] = s;
+    j["error_ulps_exact"] = s;
+  } else {
+    j["error"] = host::to_decimal_string(e.error);
+    j["error_ulps"] = host::to_double(e.ulps);
+    j["error_ulps_exact"] = host::to_decimal_string(e.ulps);
+  }
+  j["direction"] = e.direction;
+}
+
+std::string error_text(const error_report& e) {
+  if (!e.known) return "undefined (NaN)";
+  if (e.infinite) return fmt::format("{}inf ({})", e.sign > 0 ? "+" : "-", e.direction == "away" ? "away from zero" : "toward zero");
+  if (e.sign == 0) return "0 (exact)";
+  return fmt::format("{} = {} ulp ({})", host::to_decimal_string(e.error), host::to_decimal_string(e.ulps),
+                     e.direction == "away" ? "away from zero" : "toward zero");
+}
+
+}  // namespace tiebreak::cli
