@@ -31,13 +31,15 @@ struct op_result {
   u128 align_bits = 0;           ///< magnitude of the smaller addend's bits below the result lsb
   bool small_sign = false;       ///< sign of the smaller addend
   TIEBREAK_HDC std::uint64_t bits() const noexcept { return round.bits; }
-  /// T(small) - small: minus the shifted-out bits, rounded to double (exact sign: opposite to the
-  /// smaller addend's, or zero).
+  /// T(small) - small: minus the shifted-out bits, rounded once to double (its exact sign is
+  /// opposite to the smaller addend's, or zero). Exact terms: align_bits * 2^align_exp.
   TIEBREAK_HDC double align_error() const noexcept {
-    const double mag = tiebreak::detail::ldexp_exact(tiebreak::detail::u128_to_double(align_bits), align_exp);
-    return small_sign ? mag : -mag;
+    if (align_bits == 0) return 0.0;
+    return bits_to_f64(round_pack(formats::f64, make_exact(!small_sign, align_bits, align_exp), rne_t{}).bits);
   }
-  /// round.error() - align_error(), rounded to double.
+  /// round.error() - align_error(): the two correctly rounded doubles, subtracted in double. The
+  /// exact split is error terms minus align terms; this convenience value may carry one more
+  /// rounding.
   TIEBREAK_HDC double round_error() const noexcept { return round.error() - align_error(); }
 };
 
@@ -73,28 +75,30 @@ struct sum_info {
 };
 
 /// Exact sum of two finite non-zero plain windows (no tail, no sticky) held in U.
-/// Preconditions: |a| >= |b|; a.sig, b.sig < 2^(W-3) for U of W bits. The larger addend is
+/// Preconditions: |a| >= |b|; asig, bsig < 2^(W-3) for U of W bits. The larger addend is
 /// left-justified to bit W-3 (two bits of headroom for the carry); the part of b below the window
 /// becomes the exact tail, which then lies >= W-3-53 >= 60 bits below the window's msb.
+/// Scalars rather than exact_value references, so that the whole operation stays in registers.
 template <class U>
-TIEBREAK_HDI void add_exact_in(const exact_value& a, const exact_value& b, sum_info& info) noexcept {
+TIEBREAK_HDI void add_exact_in(bool asign, int aexp0, U asig0, bool bsign, int bexp, U bsig,
+                               sum_info& info) noexcept {
   constexpr int W = bit_width_v<U>;
-  const int sa = (W - 3) - msb_of(static_cast<U>(a.sig));
-  const U asig = static_cast<U>(a.sig) << sa;
-  const int aexp = a.exp - sa;
-  const int shift = b.exp - aexp;  // position of b's lsb inside a's window
-  const bool same = a.sign == b.sign;
+  const int sa = (W - 3) - msb_of(asig0);
+  const U asig = asig0 << sa;
+  const int aexp = aexp0 - sa;
+  const int shift = bexp - aexp;  // position of b's lsb inside a's window
+  const bool same = asign == bsign;
   exact_value& r = info.value;
   r.cls = value_class::finite;
-  r.sign = a.sign;
+  r.sign = asign;
   r.exp = aexp;
   U bw;
   if (shift >= 0) {
-    bw = static_cast<U>(b.sig) << shift;  // b's msb <= a's msb: fits
+    bw = bsig << shift;  // b's msb <= a's msb: fits
   } else {
-    bw = shr(static_cast<U>(b.sig), -shift);
-    r.tail_sig = b.sig & low_mask128(-shift);
-    r.tail_exp = b.exp;
+    bw = shr(bsig, -shift);
+    r.tail_sig = static_cast<u128>(bsig) & low_mask128(-shift);
+    r.tail_exp = bexp;
     r.tail_neg = !same;
   }
   const U sum = same ? asig + bw : asig - bw;
@@ -105,15 +109,20 @@ TIEBREAK_HDI void add_exact_in(const exact_value& a, const exact_value& b, sum_i
 /// Exact sum of two finite non-zero plain windows (sig < 2^107 each, no tail, no sticky).
 TIEBREAK_HDI sum_info add_exact(const exact_value& x, const exact_value& y) noexcept {
   const bool swap = compare_magnitude(x, y) < 0;
-  const exact_value& a = swap ? y : x;
-  const exact_value& b = swap ? x : y;
+  const bool asign = swap ? y.sign : x.sign, bsign = swap ? x.sign : y.sign;
+  const int aexp = swap ? y.exp : x.exp, bexp = swap ? x.exp : y.exp;
+  const u128 asig = swap ? y.sig : x.sig, bsig = swap ? x.sig : y.sig;
   sum_info info;
-  info.small_sign = b.sign;
-  info.small_exp = b.exp;
-  info.small_sig = b.sig;
-  info.exp_diff = (a.exp + msb128(a.sig)) - (b.exp + msb128(b.sig));
-  if (static_cast<std::uint64_t>((a.sig | b.sig) >> 60) == 0) add_exact_in<std::uint64_t>(a, b, info);
-  else add_exact_in<u128>(a, b, info);
+  info.small_sign = bsign;
+  info.small_exp = bexp;
+  info.small_sig = bsig;
+  info.exp_diff = (aexp + msb128(asig)) - (bexp + msb128(bsig));
+  if (static_cast<std::uint64_t>((asig | bsig) >> 60) == 0) {
+    add_exact_in<std::uint64_t>(asign, aexp, static_cast<std::uint64_t>(asig), bsign, bexp,
+                                static_cast<std::uint64_t>(bsig), info);
+  } else {
+    add_exact_in<u128>(asign, aexp, asig, bsign, bexp, bsig, info);
+  }
   return info;
 }
 

@@ -67,6 +67,16 @@ enum class nan_policy : std::uint8_t {
   canonical,  ///< NVIDIA: positive, all-ones exponent and fraction (bf16 0x7fff, f16 0x7fff, f32 0x7fffffff, e4m3 0x7f, e5m2 0x7f)
   preserve,   ///< IEEE/ml_dtypes: keep the sign and the leading payload bits, set the quiet bit
   quiet,      ///< PyTorch c10::BFloat16: positive, quiet bit only (bf16 0x7fc0, f16 0x7e00)
+  /// As canonical, except that the NaN a format without Inf (e4m3) gets for an overflow or an
+  /// infinite input keeps that value's sign: -500 and -Inf -> e4m3 0xff, NaN inputs -> 0x7f.
+  /// CUDA's __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3) does this (a software path in
+  /// cuda_fp8.hpp; docs/hardware.md). Same as canonical for formats with Inf.
+  canonical_signed_overflow,
+  /// The NaN's encoding narrowed like a finite number's bits, by truncation: sign and leading
+  /// payload bits kept, the quiet bit not set, so a NaN whose payload lay only in the dropped bits
+  /// comes out as Inf (f32 0x7f800001 -> tf32 0x7f800000). ptxas emits cvt.rna.tf32.f32 on sm_90 as
+  /// integer code that does this (docs/hardware.md). Formats without Inf: as preserve.
+  truncate,
 };
 
 /// Options of a narrowing. Defaults: subnormals kept, no saturation, NVIDIA canonical NaN.

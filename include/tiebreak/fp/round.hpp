@@ -83,7 +83,10 @@ TIEBREAK_HDC double u128_to_double(u128 v) noexcept {
 /// The NaN a format gets under a policy.
 TIEBREAK_HDC std::uint64_t nan_bits(const format_desc& f, const exact_value& x, nan_policy p) noexcept {
   if (f.special == special_style::fn_nan) {
-    return f.pack(p == nan_policy::preserve ? x.sign : false, f.exp_field_max(), f.frac_mask());
+    // x is the NaN input, or the overflowing/infinite value the NaN stands for (no Inf here).
+    const bool keep_sign = p == nan_policy::preserve || p == nan_policy::truncate ||
+                           (p == nan_policy::canonical_signed_overflow && x.cls != value_class::nan);
+    return f.pack(keep_sign ? x.sign : false, f.exp_field_max(), f.frac_mask());
   }
   switch (p) {
     case nan_policy::preserve: {
@@ -92,6 +95,8 @@ TIEBREAK_HDC std::uint64_t nan_bits(const format_desc& f, const exact_value& x, 
       return f.pack(x.sign, f.exp_field_max(), frac);
     }
     case nan_policy::quiet: return f.pack(false, f.exp_field_max(), std::uint64_t{1} << (f.man_bits - 1));
+    case nan_policy::truncate:  // no quiet bit: a zero kept fraction is the Inf encoding
+      return f.pack(x.sign, f.exp_field_max(), x.nan_payload >> (64 - f.man_bits));
     case nan_policy::canonical:
     default: return f.pack(false, f.exp_field_max(), f.frac_mask());
   }
@@ -100,6 +105,19 @@ TIEBREAK_HDC std::uint64_t nan_bits(const format_desc& f, const exact_value& x, 
 }  // namespace detail
 
 namespace detail {
+
+/// The `n` (< 32) discarded bits just below the window's lsb, which come from the tail: the tail
+/// itself when it has the value's sign, else 2^exp - |tail| (the window borrowed one unit).
+TIEBREAK_HDC std::uint32_t sr_tail_bits(const exact_value& x, int n) noexcept {
+  const int m = (x.exp - n) - x.tail_exp;  // tail bits below the n wanted positions
+  const u128 t = x.tail_sig;
+  if (!x.tail_neg) {
+    return static_cast<std::uint32_t>(m >= 128 ? u128{0} : (m >= 0 ? t >> m : t << -m));
+  }
+  // floor((2^exp - t) / 2^(exp-n)) = 2^n - ceil(t / 2^m)
+  const u128 c = m >= 128 ? u128{1} : (m >= 0 ? (t >> m) + ((t & low_mask128(m)) != 0 ? 1 : 0) : t << -m);
+  return static_cast<std::uint32_t>((u128{1} << n) - c);
+}
 
 /// The finite, non-zero path of round_pack on a window held in U (uint64_t or u128): the same code
 /// for both widths, so a 64-bit window (every conversion and every add of formats up to f64) never
@@ -141,8 +159,9 @@ TIEBREAK_HDI round_result round_finite(const format_desc& f, const exact_value& 
     rb = k >= 2 && k - 2 < W && ((rem >> (k - 2)) & 1) != 0;
     s = s || (rem & low_mask<U>(k - 2)) != 0;
     if (r.mode == round_mode::sr) {
-      const int sh = k - 32;  // top32 = discarded bits [k-1 .. k-32]
+      const int sh = k - 32;  // top32 = discarded bits [k-1 .. k-32] of the exact value
       top32 = sh >= W ? 0u : static_cast<std::uint32_t>(sh >= 0 ? rem >> sh : rem << -sh);
+      if (sh < 0 && has_tail) top32 |= sr_tail_bits(x, -sh);
     }
     // The exact terms use the window before the borrow.
     res.discarded = static_cast<u128>(sig0 & low_mask<U>(k));
@@ -253,37 +272,100 @@ TIEBREAK_HDI round_result round_pack(const format_desc& f, const exact_value& x,
 }
 
 namespace detail {
-/// The window part of the error in units of 2^window_exp: step * 2^k - discarded, as a double
-/// rounded once, and its exact sign.
-TIEBREAK_HDC double window_error(const round_result& r, int& sign) noexcept {
+
+/// Restores exact_value's tail precondition (sig >= 2^60 when a tail exists) by moving the window
+/// up and pulling the tail's leading bits into it. The value is unchanged.
+TIEBREAK_HDC void pull_tail(exact_value& v) noexcept {
+  while (v.tail_sig != 0 && (v.sig >> 60) == 0) {
+    const int s = 64 - msb128(v.sig);  // the window's msb moves to bit 64
+    const int new_exp = v.exp - s;
+    const int sh = new_exp - v.tail_exp;  // tail bits that stay below the new window
+    u128 hi, lo;
+    if (sh <= 0) { hi = v.tail_sig << -sh; lo = 0; }  // < 2^s: the tail is below 2^exp
+    else if (sh >= 128) { hi = 0; lo = v.tail_sig; }
+    else { hi = v.tail_sig >> sh; lo = v.tail_sig & low_mask128(sh); }
+    v.sig <<= s;
+    v.sig = v.tail_neg ? v.sig - hi : v.sig + hi;  // stays >= 1: hi < 2^s <= v.sig
+    v.exp = new_exp;
+    v.tail_sig = lo;
+  }
+}
+
+/// The rounding error (result - exact) of a finite, non-overflowed result as an exact value, to be
+/// rounded once into whatever format shows it. `exp_shift` is subtracted from every exponent
+/// (lsb_exp gives the error in ulps). Exact except when more than 128 window bits were discarded
+/// with a round-up, where the far bits are folded into a same-sign sticky bit (rounding stays
+/// correct) and for inputs that carried a sticky bit.
+TIEBREAK_HDC exact_value error_value(const round_result& r, int exp_shift) noexcept {
   const int k = r.discarded_count;
-  if (k <= 0 || r.discarded == 0) {
-    sign = r.step > 0 ? 1 : (r.step < 0 ? -1 : 0);
-    return ldexp_exact(static_cast<double>(r.step), k);
+  const u128 d = r.discarded;
+  // e = sgn_w * |W| * 2^exp - t_rel (relative to the value's sign), W = step * 2^k - d.
+  exact_value ev;
+  ev.cls = value_class::finite;
+  ev.exp = r.window_exp;
+  int sgn_w = 0;
+  bool approx_sticky = false;
+  bool tail_folded = false;
+  if (k <= 0) {
+    sgn_w = r.step > 0 ? 1 : (r.step < 0 ? -1 : 0);
+    ev.sig = static_cast<u128>(r.step < 0 ? -r.step : r.step);
+    ev.exp = r.lsb_exp;
+  } else if (r.step == 0) {
+    sgn_w = d != 0 ? -1 : 0;
+    ev.sig = d;
+  } else if (r.step < 0) {
+    // Flushed to zero (|W| is the whole window, < 2^128) or a borrow with nothing added back (d == 0).
+    sgn_w = -1;
+    ev.sig = (static_cast<u128>(-r.step) << k) + d;
+  } else if (k < 128) {
+    sgn_w = 1;
+    ev.sig = (u128{1} << k) - d;
+  } else if (k == 128) {
+    sgn_w = 1;
+    if (d == 0) { ev.sig = 1; ev.exp += 128; }
+    else ev.sig = ~d + 1;  // 2^128 - d
+  } else {
+    // 2^k - d - t_rel/2^exp with k > 128: keep 125 bits, fold the rest into a sticky bit.
+    sgn_w = 1;
+    const int rsh = k - 125;
+    const u128 low = d & low_mask128(rsh);
+    const bool t_pos = r.tail_sig != 0 && !r.tail_neg;
+    const u128 c = shr(d, rsh) + ((low != 0 || t_pos) ? 1 : 0);
+    ev.sig = (u128{1} << 125) - c;
+    ev.exp += rsh;
+    approx_sticky = low != 0 || r.tail_sig != 0;
+    tail_folded = true;
   }
-  if (r.step == 0) { sign = -1; return -u128_to_double(r.discarded); }
-  if (r.step == 1) {  // 2^k - discarded > 0
-    sign = 1;
-    if (k < 128) return u128_to_double((u128{1} << k) - r.discarded);
-    if (k == 128) return u128_to_double(~r.discarded + 1);  // discarded != 0 here
-    return ldexp_exact(1.0, k) - u128_to_double(r.discarded);
+  if (!tail_folded && r.tail_sig != 0) {
+    // t_rel = (tail_neg ? -1 : 1) * tail; the tail term of e is -t_rel.
+    if (sgn_w == 0) {
+      ev.sig = r.tail_sig;
+      ev.exp = r.tail_exp;
+      ev.sign = !r.tail_neg;  // e = -t_rel
+    } else {
+      ev.sign = sgn_w < 0;
+      ev.tail_sig = r.tail_sig;
+      ev.tail_exp = r.tail_exp;
+      ev.tail_neg = (sgn_w > 0) != r.tail_neg;  // -sgn_w * t_rel opposes the window when sgn_w * t_rel > 0
+      pull_tail(ev);
+    }
+  } else {
+    ev.sign = sgn_w < 0;
   }
-  sign = r.step > 0 ? 1 : -1;  // |step| > 1 only when flushed (negative): -(|step| 2^k + d)
-  return ldexp_exact(static_cast<double>(r.step), k) - u128_to_double(r.discarded);
+  ev.sticky = approx_sticky || (r.input_sticky && sgn_w < 0);  // input sticky grows |e| only then
+  if (ev.sig == 0 && ev.tail_sig == 0) return make_zero(false);
+  if (r.sign) ev.sign = !ev.sign;
+  ev.exp -= exp_shift;
+  ev.tail_exp -= exp_shift;
+  return ev;
 }
-TIEBREAK_HDC double tail_value(const round_result& r) noexcept {
-  if (r.tail_sig == 0) return 0.0;
-  const double t = ldexp_exact(u128_to_double(r.tail_sig), r.tail_exp);
-  return r.tail_neg ? -t : t;
-}
+
 }  // namespace detail
 
 TIEBREAK_HDC double round_result::error() const noexcept {
   if (overflow()) return overflow_error;
   if (!finite_input) return 0.0;
-  int sg = 0;
-  const double mag = detail::ldexp_exact(detail::window_error(*this, sg), window_exp) - detail::tail_value(*this);
-  return sign ? -mag : mag;
+  return bits_to_f64(round_pack(formats::f64, detail::error_value(*this, 0), rne_t{}).bits);
 }
 
 TIEBREAK_HDC double round_result::error_ulps() const noexcept {
@@ -292,20 +374,15 @@ TIEBREAK_HDC double round_result::error_ulps() const noexcept {
     return (e - e != 0) ? e : detail::ldexp_exact(e, -lsb_exp);
   }
   if (!finite_input) return 0.0;
-  int sg = 0;
-  const double mag = detail::ldexp_exact(detail::window_error(*this, sg), -discarded_count) -
-                     detail::ldexp_exact(detail::tail_value(*this), -lsb_exp);
-  return sign ? -mag : mag;
+  return bits_to_f64(round_pack(formats::f64, detail::error_value(*this, lsb_exp), rne_t{}).bits);
 }
 
 TIEBREAK_HDC int round_result::error_sign() const noexcept {
   if (overflow()) return overflow_error > 0 ? 1 : (overflow_error < 0 ? -1 : 0);
   if (!finite_input) return 0;
-  int sg = 0;
-  detail::window_error(*this, sg);
-  // The tail decides only when the window part is zero: |tail| < 2^window_exp <= |window part|.
-  if (sg == 0) sg = tail_sig != 0 ? (tail_neg ? 1 : -1) : (input_sticky ? -1 : 0);
-  return sign ? -sg : sg;
+  const exact_value ev = detail::error_value(*this, 0);
+  if (ev.cls == value_class::zero) return input_sticky ? (sign ? 1 : -1) : 0;
+  return ev.sign ? -1 : 1;
 }
 
 /// Runtime-typed convenience: rounds an encoding of `from` into `to`.
