@@ -14,6 +14,8 @@ void register_round(CLI::App& app);
 void register_add(CLI::App& app);
 /// `tiebreak demo`: the tie-breaking demonstration table (demo_cmd.cpp).
 void register_demo(CLI::App& app);
+/// `tiebreak mma`: one output element of a tensor-core instruction, as the hardware computes it.
+void register_mma(CLI::App& app);
 #ifdef TIEBREAK_HAVE_ANALYSIS
 /// `tiebreak analyze` (analyze_cmd.cpp, built with tiebreak::analysis).
 void register_analyze(CLI::App& app);

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   tiebreak::cli::register_round(app);
   tiebreak::cli::register_add(app);
   tiebreak::cli::register_demo(app);
+  tiebreak::cli::register_mma(app);
 #ifdef TIEBREAK_HAVE_ANALYSIS
   tiebreak::cli::register_analyze(app);
 #endif

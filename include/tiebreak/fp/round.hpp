@@ -362,9 +362,47 @@ TIEBREAK_HDC exact_value error_value(const round_result& r, int exp_shift) noexc
 
 }  // namespace detail
 
+namespace detail {
+
+/// Fast path of error(), error_ulps() and error_sign() (performance only, same values): when the
+/// input had no tail and no sticky bit, at most 52 window bits were discarded and |step| <= 1, the
+/// error relative to the value's sign is the integer W = step * 2^k - discarded (k <= 0: W = step)
+/// times a power of two, |W| <= 2^52. Sets `w` (with the value's sign applied) and `e` (the weight
+/// of its lsb) and returns true; false sends the caller to the general error_value path. Taken by
+/// every narrowing of a plain encoding into a format at most 52 bits narrower (all of
+/// f32 -> bf16/f16/e4m3 except inputs > 52 bits below the target's subnormal grid). It builds no
+/// exact_value and rounds nothing: the double it leads to is exact (below).
+TIEBREAK_HDC bool error_as_int(const round_result& r, std::int64_t& w, int& e) noexcept {
+  const int k = r.discarded_count;
+  if (r.tail_sig != 0 || r.input_sticky || k > 52 || r.step > 1 || r.step < -1) return false;
+  if (k <= 0) {
+    w = r.step;
+    e = r.lsb_exp;
+  } else {
+    w = r.step * (std::int64_t{1} << k) - static_cast<std::int64_t>(r.discarded);
+    e = r.window_exp;
+  }
+  if (r.sign) w = -w;
+  return true;
+}
+
+/// w * 2^e as a double when that is exact and normal or zero (|w| <= 2^53 holds for error_as_int);
+/// false otherwise.
+TIEBREAK_HDC bool int_times_pow2(std::int64_t w, int e, double& out) noexcept {
+  if (e < -1022 || e > 1023 - 54) return false;
+  out = static_cast<double>(w) * bits_to_f64(static_cast<std::uint64_t>(e + 1023) << 52);
+  return true;
+}
+
+}  // namespace detail
+
 TIEBREAK_HDC double round_result::error() const noexcept {
   if (overflow()) return overflow_error;
   if (!finite_input) return 0.0;
+  std::int64_t w;
+  int e;
+  double d;
+  if (detail::error_as_int(*this, w, e) && detail::int_times_pow2(w, e, d)) return d;
   return bits_to_f64(round_pack(formats::f64, detail::error_value(*this, 0), rne_t{}).bits);
 }
 
@@ -374,12 +412,19 @@ TIEBREAK_HDC double round_result::error_ulps() const noexcept {
     return (e - e != 0) ? e : detail::ldexp_exact(e, -lsb_exp);
   }
   if (!finite_input) return 0.0;
+  std::int64_t w;
+  int e;
+  double d;
+  if (detail::error_as_int(*this, w, e) && detail::int_times_pow2(w, e - lsb_exp, d)) return d;
   return bits_to_f64(round_pack(formats::f64, detail::error_value(*this, lsb_exp), rne_t{}).bits);
 }
 
 TIEBREAK_HDC int round_result::error_sign() const noexcept {
   if (overflow()) return overflow_error > 0 ? 1 : (overflow_error < 0 ? -1 : 0);
   if (!finite_input) return 0;
+  std::int64_t w;
+  int e;
+  if (detail::error_as_int(*this, w, e)) return w > 0 ? 1 : (w < 0 ? -1 : 0);
   const exact_value ev = detail::error_value(*this, 0);
   if (ev.cls == value_class::zero) return input_sticky ? (sign ? 1 : -1) : 0;
   return ev.sign ? -1 : 1;

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file Kernels and launchers of mma_m16n8k8_tf32 (one instruction per file: they compile in parallel).
+#include "mma_device.cuh"
+
+namespace tiebreak::gpu::mma_detail {
+TIEBREAK_MMA_INSTANTIATE(mma_instr::mma_m16n8k8_tf32)
+}  // namespace tiebreak::gpu::mma_detail

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The one script the lent GPU machine runs, from the repository root:
+#   tools/device-check.sh [stage...]      stages: build sass test sanitize (default: all four)
+# Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
+# every probe, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
+# sweep times and mismatch counts. Logs go to $OUT (the device tool's return folder) or build-device/out.
+#
+# Dependencies: the machine has CUDA, CMake and Ninja but may lack Boost, fmt, nlohmann-json, CLI11
+# and GoogleTest, and cannot download. When the top-level configure fails, the script builds the GPU
+# targets alone through tests/gpu/standalone/CMakeLists.txt with GoogleTest from the system or from
+# build-device-deps/googletest (a copy of /usr/src/googletest that the caller carries; ignored by git).
+#
+# Environment: TIEBREAK_DEVICE_BUILD (build dir, default build-device), TIEBREAK_DEVICE_DEADLINE
+# (seconds from start after which no new stage starts, default 560), TIEBREAK_GPU_SWEEP_LOG2 (passed
+# to the tests), TIEBREAK_DEVICE_FILTER (gtest filter for the test stage), TIEBREAK_SANITIZE_TOOLS
+# (default "memcheck racecheck initcheck synccheck").
+set -uo pipefail
+
+ROOT=$(pwd)
+START=$(date +%s)
+OUTDIR=${OUT:-$ROOT/build-device/out}
+BUILD=${TIEBREAK_DEVICE_BUILD:-$ROOT/build-device}
+DEADLINE=${TIEBREAK_DEVICE_DEADLINE:-560}
+JOBS=$(nproc 2>/dev/null || echo 4)
+mkdir -p "$OUTDIR" "$BUILD"
+LOG="$OUTDIR/device-check.log"
+: >"$LOG"
+
+say() { echo "[device-check +$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
+left() { echo $(( DEADLINE - ($(date +%s) - START) )); }
+run_logged() {  # run_logged FILE CMD...: tee the command's output into FILE and the main log
+  local f=$1; shift
+  "$@" 2>&1 | tee -a "$OUTDIR/$f" >>"$LOG"
+  return "${PIPESTATUS[0]}"
+}
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(build sass test sanitize)
+want() { local s; for s in "${stages[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+
+say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  nvcc --version 2>&1 | tail -2; cmake --version 2>&1 | head -1; } | tee -a "$LOG"
+
+# --- configure + build -----------------------------------------------------------------------------
+GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test)
+if want build; then
+  mode=""
+  if cmake -S "$ROOT" -B "$BUILD/full" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
+       -DTIEBREAK_BUILD_BENCHMARKS=OFF -DTIEBREAK_BUILD_TESTS=ON >>"$LOG" 2>&1; then
+    mode=full
+  else
+    say "top-level configure failed (missing host dependencies?): building the GPU targets alone"
+    gsrc=""
+    for d in "$ROOT/build-device-deps/googletest" /usr/src/googletest; do
+      [ -f "$d/CMakeLists.txt" ] && { gsrc=$d; break; }
+    done
+    if cmake -S "$ROOT/tests/gpu/standalone" -B "$BUILD/standalone" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DTIEBREAK_GTEST_SOURCE="$gsrc" >>"$LOG" 2>&1; then
+      mode=standalone
+    else
+      say "standalone configure failed too; see $LOG"; exit 2
+    fi
+  fi
+  echo "$mode" >"$BUILD/mode"
+  say "configured ($mode); building ${GPU_TARGETS[*]}"
+  t0=$(date +%s)
+  if ! cmake --build "$BUILD/$mode" -j "$JOBS" --target "${GPU_TARGETS[@]}" >>"$LOG" 2>&1; then
+    say "build failed:"; grep -E "error|Error" "$LOG" | head -40; exit 3
+  fi
+  say "built in $(( $(date +%s) - t0 ))s"
+fi
+mode=$(cat "$BUILD/mode" 2>/dev/null || echo standalone)
+B="$BUILD/$mode"
+find_bin() { find "$B" -type f -name "$1" -perm -u+x | head -1; }
+
+# --- SASS: which instruction each probe compiled to ------------------------------------------------
+if want sass; then
+  say "SASS of the probe kernels"
+  objs=$(find "$B" -path '*tiebreak_gpu.dir*' -name 'sweep_*.o' | sort)
+  : >"$OUTDIR/sass.txt"
+  for o in $objs; do cuobjdump -sass "$o" >>"$OUTDIR/sass.txt" 2>&1; done
+  python3 - "$ROOT/cuda/include/tiebreak/gpu/probe.hpp" "$OUTDIR/sass.txt" "$OUTDIR/sass_hw.txt" \
+    >"$OUTDIR/sass_summary.txt" <<'PY'
+import re, sys
+src = open(sys.argv[1]).read()
+block = src[src.index("#define TIEBREAK_GPU_PROBE_OPS(X)"):src.index("enum class probe_op")]
+ops = re.findall(r"X\((\w+)\)", block.split("\n", 1)[1])
+boring = set("MOV IMAD S2R S2UR LDG STG ISETP BRA EXIT ULDC IADD3 LEA LEA.HI SHF.R.U32.HI ULDC.64 NOP "
+             "IMAD.WIDE IMAD.WIDE.U32 IMAD.MOV.U32 IMAD.SHL.U32 ISETP.GE.U32.AND ISETP.GE.U32.AND.EX "
+             "LDC LDC.64 IMAD.X IADD3.X BSSY BSYNC CS2R MOV.U32 ISETP.GE.AND ISETP.NE.AND IMAD.HI.U32".split())
+cur, funcs, text = None, {}, {}
+arch = None
+for line in open(sys.argv[2]):
+    m = re.match(r"\s*arch = (sm_\w+)", line)
+    if m: arch = m.group(1)
+    m = re.search(r"Function : (\S+)", line)
+    if m:
+        cur = (arch, m.group(1)); funcs.setdefault(cur, []); text.setdefault(cur, []); continue
+    m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+    if m and cur:
+        funcs[cur].append(m.group(1))
+        text[cur].append(line.split(";")[0].strip() + " ;")
+def op_of(name):
+    m = re.search(r"probe_opE(\d+)E", name)
+    return ops[int(m.group(1))] if m and int(m.group(1)) < len(ops) else None
+rows, hw_text = [], []
+for (arch, name), ins in sorted(funcs.items()):
+    op = op_of(name)
+    if op is None: continue
+    if "apply_kernel" in name and "Lb1E" in name:
+        kind = "hw-only"
+        keep = [i for i in ins if i not in boring]
+        hw_text.append("== %s %s\n%s\n" % (op, arch, "\n".join(text[(arch, name)])))
+    elif "sweep_kernel" in name:
+        kind = "sweep"
+        keep = [i for i in ins if re.match(r"(F2F|F2FP|HADD2|HMUL2|HFMA2|HMNMX2|FRND|F2I|I2F)", i)]
+    else:
+        continue
+    seen = []
+    for i in keep:
+        if i not in seen: seen.append(i)
+    rows.append((op, arch, kind, " ".join(seen)))
+for r in sorted(rows, key=lambda r: (ops.index(r[0]), r[1], r[2])):
+    print("%-28s %-7s %-8s %s" % r)
+open(sys.argv[3], "w").write("".join(hw_text))  # full SASS of the instruction-only kernels
+PY
+  say "SASS summary: $(wc -l <"$OUTDIR/sass_summary.txt") kernel rows"
+  rm -f "$OUTDIR/sass.txt"  # tens of MB: the summary and sass_hw.txt come back instead
+fi
+
+# --- the GPU tests --------------------------------------------------------------------------------
+status=0
+if want test; then
+  budget=$(( $(left) - 20 ))
+  if [ "$budget" -lt 30 ]; then say "no time left for the tests"; else
+    say "ctest -L gpu (budget ${budget}s)"
+    t0=$(date +%s)
+    ( cd "$B" && timeout "$budget" ctest -L gpu -V --timeout 900 ${TIEBREAK_DEVICE_FILTER:+-R "$TIEBREAK_DEVICE_FILTER"} ) \
+      >"$OUTDIR/ctest.log" 2>&1
+    status=$?
+    say "ctest exit $status after $(( $(date +%s) - t0 ))s"
+    grep -E "tests passed|tests failed|Failed|\(Failed\)|Timeout" "$OUTDIR/ctest.log" | tail -25 | tee -a "$LOG"
+    grep -E "\[sweep\]|\[device\]" "$OUTDIR/ctest.log" | sed 's/^[0-9]*: //' >"$OUTDIR/sweeps.txt"
+  fi
+fi
+
+# --- compute-sanitizer on a reduced run ------------------------------------------------------------
+if want sanitize; then
+  tools=${TIEBREAK_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
+  # Parameterised names end in /<probe>: one probe of each kernel family, the pins, the device test.
+  filter='*/f32_to_bf16_rn:*/f32x2_to_e4m3x2_sat:*/f16_to_e4m3_sat:*/f32_to_tf32_rna_satfinite:*/bf16_add:*/f16_mul_rn:*/bf16_fma:*hardware_pins*:device_gpu.*'
+  : >"$OUTDIR/sanitizer.log"
+  for tool in $tools; do
+    b=$(( $(left) - 10 ))
+    if [ "$b" -lt 20 ]; then say "sanitizer $tool skipped: no time left"; continue; fi
+    for t in device_gpu_test round_gpu_test ops_gpu_test; do
+      exe=$(find_bin "$t")
+      [ -n "$exe" ] || { say "no $t binary"; continue; }
+      b=$(( $(left) - 10 ))
+      [ "$b" -lt 15 ] && { say "sanitizer $tool $t skipped: no time left"; continue; }
+      t0=$(date +%s)
+      echo "=== compute-sanitizer --tool $tool $t ===" >>"$OUTDIR/sanitizer.log"
+      TIEBREAK_GPU_SWEEP_LOG2=16 timeout "$b" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        "$exe" --gtest_filter="$filter" --gtest_brief=1 >>"$OUTDIR/sanitizer.log" 2>&1
+      rc=$?
+      say "compute-sanitizer $tool $t: exit $rc in $(( $(date +%s) - t0 ))s; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTDIR/sanitizer.log" | tail -1)"
+    done
+  done
+fi
+
+# --- summary ---------------------------------------------------------------------------------------
+if [ -f "$OUTDIR/sweeps.txt" ]; then
+  say "sweep table (probe, inputs covered, mismatches, device seconds):"
+  grep -E "covered=" "$OUTDIR/sweeps.txt" | awk '{printf "  %-40s %s %s %s\n", $2, $3, $4, $5}' | tee -a "$LOG"
+fi
+say "done; exit $status"
+exit "$status"
