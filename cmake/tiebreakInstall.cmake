@@ -85,6 +85,11 @@ function(_tiebreak_install_rules)
       set_target_properties(tiebreak_numerics_flags PROPERTIES EXPORT_NAME numerics_flags)
       list(APPEND targets tiebreak_numerics_flags)
     endif()
+    if(comp STREQUAL "gpu" AND TARGET tiebreak_gpu_mma)
+      # The tensor-core probes and GEMM twin are linked into tiebreak::gpu.
+      set_target_properties(tiebreak_gpu_mma PROPERTIES EXPORT_NAME gpu_mma)
+      list(APPEND targets tiebreak_gpu_mma)
+    endif()
     # Targets that name no $<INSTALL_INTERFACE:...> include directory get the installed include/.
     get_target_property(incs tiebreak_${comp} INTERFACE_INCLUDE_DIRECTORIES)
     set(includes_rule INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

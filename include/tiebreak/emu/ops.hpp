@@ -35,7 +35,9 @@ struct op_result {
   /// opposite to the smaller addend's, or zero). Exact terms: align_bits * 2^align_exp.
   TIEBREAK_HDC double align_error() const noexcept {
     if (align_bits == 0) return 0.0;
-    return bits_to_f64(round_pack(formats::f64, make_exact(!small_sign, align_bits, align_exp), rne_t{}).bits);
+    // A local copy: nvcc cannot bind a reference to the namespace-scope constant in device code.
+    constexpr format_desc f64_desc = formats::f64;
+    return bits_to_f64(round_pack(f64_desc, make_exact(!small_sign, align_bits, align_exp), rne_t{}).bits);
   }
   /// round.error() - align_error(): the two correctly rounded doubles, subtracted in double. The
   /// exact split is error terms minus align terms; this convenience value may carry one more

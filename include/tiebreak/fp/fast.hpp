@@ -78,7 +78,8 @@ TIEBREAK_HDC std::uint16_t f32_bits_to_bf16(std::uint32_t x, rounding r) noexcep
 /// vectorise with 512-bit vectors where the CPU has AVX-512 BW without raising the baseline of
 /// the rest of the program. Every variant is the same source and is checked against round_pack
 /// for all 2^32 inputs (tests/host/fp/fast_exhaustive_test.cpp). VCVTNEPS2BF16 (AVX-512 BF16) is
-/// not used: it reads subnormal inputs as zero (DAZ), which the default policy does not.
+/// not used: it reads subnormal inputs as zero (DAZ) and does not give the canonical NaN, which the
+/// default options require (docs/rounding.md).
 enum class bulk_isa : std::uint8_t {
   generic,  ///< the compiler's baseline for the translation unit (SSE2 on plain x86-64)
   avx2,     ///< 256-bit vectors

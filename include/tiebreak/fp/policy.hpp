@@ -65,7 +65,10 @@ struct sr_t {
 /// What a NaN result looks like. Hardware, ml_dtypes and PyTorch disagree (docs/rounding.md):
 enum class nan_policy : std::uint8_t {
   canonical,  ///< NVIDIA: positive, all-ones exponent and fraction (bf16 0x7fff, f16 0x7fff, f32 0x7fffffff, e4m3 0x7f, e5m2 0x7f)
-  preserve,   ///< IEEE/ml_dtypes: keep the sign and the leading payload bits, set the quiet bit
+  /// IEEE 754 6.2.3: keep the sign and the leading payload bits, set the quiet bit. Not what
+  /// ml_dtypes 0.6 does: it keeps the sign but drops the payload (f32 0x7fa00000 -> bf16 0x7fc0,
+  /// preserve gives 0x7fe0); the two agree only for NaNs without payload bits the target can hold.
+  preserve,
   quiet,      ///< PyTorch c10::BFloat16: positive, quiet bit only (bf16 0x7fc0, f16 0x7e00)
   /// As canonical, except that the NaN a format without Inf (e4m3) gets for an overflow or an
   /// infinite input keeps that value's sign: -500 and -Inf -> e4m3 0xff, NaN inputs -> 0x7f.

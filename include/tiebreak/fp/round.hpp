@@ -403,7 +403,9 @@ TIEBREAK_HDC double round_result::error() const noexcept {
   int e;
   double d;
   if (detail::error_as_int(*this, w, e) && detail::int_times_pow2(w, e, d)) return d;
-  return bits_to_f64(round_pack(formats::f64, detail::error_value(*this, 0), rne_t{}).bits);
+  // A local copy: nvcc cannot bind a reference to the namespace-scope constant in device code.
+  constexpr format_desc f64_desc = formats::f64;
+  return bits_to_f64(round_pack(f64_desc, detail::error_value(*this, 0), rne_t{}).bits);
 }
 
 TIEBREAK_HDC double round_result::error_ulps() const noexcept {
@@ -416,7 +418,9 @@ TIEBREAK_HDC double round_result::error_ulps() const noexcept {
   int e;
   double d;
   if (detail::error_as_int(*this, w, e) && detail::int_times_pow2(w, e - lsb_exp, d)) return d;
-  return bits_to_f64(round_pack(formats::f64, detail::error_value(*this, lsb_exp), rne_t{}).bits);
+  // A local copy: nvcc cannot bind a reference to the namespace-scope constant in device code.
+  constexpr format_desc f64_desc = formats::f64;
+  return bits_to_f64(round_pack(f64_desc, detail::error_value(*this, lsb_exp), rne_t{}).bits);
 }
 
 TIEBREAK_HDC int round_result::error_sign() const noexcept {
@@ -425,6 +429,14 @@ TIEBREAK_HDC int round_result::error_sign() const noexcept {
   std::int64_t w;
   int e;
   if (detail::error_as_int(*this, w, e)) return w > 0 ? 1 : (w < 0 ? -1 : 0);
+  // With a tail and no sticky bit: e = (W * 2^window_exp - t_rel) with |t_rel| < 2^window_exp, so
+  // W != 0 decides the sign alone and W == 0 leaves -t_rel (performance only: the general path
+  // below gives the same answer by building the error as an exact value).
+  if (tail_sig != 0 && !input_sticky && discarded_count > 0 && discarded_count <= 62 && step >= 0 && step <= 1) {
+    const std::int64_t wt = step * (std::int64_t{1} << discarded_count) - static_cast<std::int64_t>(discarded);
+    const int rel = wt > 0 ? 1 : (wt < 0 ? -1 : (tail_neg ? 1 : -1));
+    return sign ? -rel : rel;
+  }
   const exact_value ev = detail::error_value(*this, 0);
   if (ev.cls == value_class::zero) return input_sticky ? (sign ? 1 : -1) : 0;
   return ev.sign ? -1 : 1;
