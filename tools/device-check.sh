@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The one script the lent GPU machine runs, from the repository root:
-#   tools/device-check.sh [stage...]      stages: build sass test sanitize (default: all four)
+#   tools/device-check.sh [stage...]      stages: build sass test sanitize mma (default: all five)
 # Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
 # every probe, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
 # sweep times and mismatch counts. Logs go to $OUT (the device tool's return folder) or build-device/out.
@@ -14,7 +14,11 @@
 # Environment: TIEBREAK_DEVICE_BUILD (build dir, default build-device), TIEBREAK_DEVICE_DEADLINE
 # (seconds from start after which no new stage starts, default 560), TIEBREAK_GPU_SWEEP_LOG2 (passed
 # to the tests), TIEBREAK_DEVICE_FILTER (gtest filter for the test stage), TIEBREAK_SANITIZE_TOOLS
-# (default "memcheck racecheck initcheck synccheck").
+# (default "memcheck racecheck initcheck synccheck"), TIEBREAK_MMA_PROBE (a tiebreak_mma_probe built
+# elsewhere, tried first by the mma stage), TIEBREAK_MMA_BUDGET (validation seconds, default 60).
+# The mma stage runs the tensor-core probe (elimination, >= 1e8-case validation within the budget,
+# GEMM identity); its GoogleTest twin (tests/mma/gpu, 1e8 cases per instruction) is left to
+# tools/device-mma.sh MMA_GTEST=1, so `ctest -L gpu` here excludes it.
 set -uo pipefail
 
 ROOT=$(pwd)
@@ -36,7 +40,7 @@ run_logged() {  # run_logged FILE CMD...: tee the command's output into FILE and
 }
 
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(build sass test sanitize)
+[ ${#stages[@]} -eq 0 ] && stages=(build sass test sanitize mma)
 want() { local s; for s in "${stages[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
@@ -48,6 +52,7 @@ GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_t
 if want build; then
   mode=""
   if cmake -S "$ROOT" -B "$BUILD/full" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
+       "-DCMAKE_CUDA_ARCHITECTURES=90-real;90a-real" \
        -DTIEBREAK_BUILD_BENCHMARKS=OFF -DTIEBREAK_BUILD_TESTS=ON >>"$LOG" 2>&1; then
     mode=full
   else
@@ -137,12 +142,38 @@ if want test; then
   if [ "$budget" -lt 30 ]; then say "no time left for the tests"; else
     say "ctest -L gpu (budget ${budget}s)"
     t0=$(date +%s)
-    ( cd "$B" && timeout "$budget" ctest -L gpu -V --timeout 900 ${TIEBREAK_DEVICE_FILTER:+-R "$TIEBREAK_DEVICE_FILTER"} ) \
+    ( cd "$B" && timeout "$budget" ctest -L gpu -E '^AllInstructions/MmaGpu' -V --timeout 900 ${TIEBREAK_DEVICE_FILTER:+-R "$TIEBREAK_DEVICE_FILTER"} ) \
       >"$OUTDIR/ctest.log" 2>&1
     status=$?
     say "ctest exit $status after $(( $(date +%s) - t0 ))s"
     grep -E "tests passed|tests failed|Failed|\(Failed\)|Timeout" "$OUTDIR/ctest.log" | tail -25 | tee -a "$LOG"
     grep -E "\[sweep\]|\[device\]" "$OUTDIR/ctest.log" | sed 's/^[0-9]*: //' >"$OUTDIR/sweeps.txt"
+  fi
+fi
+
+# --- tensor cores ---------------------------------------------------------------------------------
+if want mma; then
+  b=$(( $(left) - 10 ))
+  if [ "$b" -lt 40 ]; then say "mma skipped: no time left"; else
+    mdir="$BUILD/mma-out"; rm -rf "$mdir"; mkdir -p "$mdir"
+    mbudget=${TIEBREAK_MMA_BUDGET:-60}
+    probe=${TIEBREAK_MMA_PROBE:-}
+    rc=127
+    if [ -n "$probe" ] && [ -x "$probe" ]; then
+      say "mma: prebuilt $probe, validation budget ${mbudget}s"
+      timeout "$b" "$probe" --instr all --cases 100000000 --budget-s "$mbudget" --out "$mdir" >"$mdir/mma-stdout.log" 2>&1
+      rc=$?
+      [ "$rc" -ge 126 ] && [ "$rc" != 124 ] && say "mma: prebuilt probe did not start (exit $rc): $(head -c 300 "$mdir/mma-stdout.log")"
+    fi
+    if [ "$rc" -ge 126 ] && [ "$rc" != 124 ]; then
+      b=$(( $(left) - 10 ))
+      say "mma: building with tools/device-mma.sh (budget ${b}s)"
+      OUT="$mdir" MMA_BUDGET_S="$mbudget" timeout "$b" bash "$ROOT/tools/device-mma.sh" >/dev/null 2>&1
+      rc=$?
+    fi
+    say "mma: exit $rc"
+    for f in mma-stdout.log mma-summary.md mma-table.txt; do [ -f "$mdir/$f" ] && cp "$mdir/$f" "$OUTDIR/"; done
+    grep -E "validat|mismatch|GEMM|gemm" "$mdir/mma-stdout.log" 2>/dev/null | tail -30 | tee -a "$LOG"
   fi
 fi
 

@@ -241,6 +241,7 @@ __global__ void __launch_bounds__(128) run_tiles_kernel(std::size_t count, const
     exec_unit<I>(s, ops, utid, desc_variant);
     if (live)
       for (int i = utid; i < T::M * T::N; i += T::unit_threads) D[t * T::M * T::N + i] = s.d[i];
+    unit_sync(T::unit_threads);  // every thread is done with this tile before the next overwrites it
   }
 }
 
@@ -295,6 +296,11 @@ __global__ void __launch_bounds__(128) validate_kernel(model_set models, std::ui
         }
       }
     }
+    // The model reads s.a, s.b, s.c of this tile: no thread may write the next tile's operands
+    // before every thread has finished. Without this barrier (the H200 run of 2026-11-29) threads
+    // that left the model early overwrote the operands of the others, and ~30 % of the elements
+    // were compared with a model evaluated on a mix of two tiles.
+    unit_sync(T::unit_threads);
   }
   for (int j = 0; j < models.n; ++j)
     if (local[j] != 0) atomicAdd(&mismatches[j], local[j]);
@@ -330,6 +336,7 @@ __global__ void __launch_bounds__(128) gemm_kernel(int M, int N, int K, const st
     if (live)
       for (int i = utid; i < T::M * T::N; i += T::unit_threads)
         D[static_cast<std::size_t>(tm * T::M + i / T::N) * N + tn * T::N + i % T::N] = s.d[i];
+    unit_sync(T::unit_threads);  // s.d is read above and rewritten (next tile's C) below
   }
 }
 

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -120,10 +121,12 @@ struct instr_summary {
   std::string name;
   std::string layout = "not run";
   std::size_t designed = 0, random_cases = 0, survivors = 0;
+  std::size_t table_designed_wrong = 0, table_random_wrong = 0;
   std::string params;          ///< "group=16 align_bits=25 ..." with undecided ones as {a,b}
   std::uint64_t val_cases = 0;
   std::string val_result = "not run";
   std::string gemm = "not run";
+  std::string table_val = "not run";  ///< validation of the table row (candidate 0)
   std::string row;
 };
 
@@ -158,26 +161,77 @@ instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostr
   D.assign(C.size(), 0);
   gpu::mma_run_tiles(id, cases.size(), A.data(), B.data(), C.data(), D.data());
   const std::size_t tc = static_cast<std::size_t>(shape.m) * shape.n;
-  mma_eliminator el(shape, mma_hypotheses(shape), 2);
-  std::printf("  %zu hypotheses, %zu designed cases\n", mma_hypotheses(shape).size(), cases.size());
+  const std::vector<mma_hyp> grid = mma_hypotheses(shape);
+  mma_eliminator el(shape, grid, 2);
+  std::printf("  %zu hypotheses, %zu designed cases\n", grid.size(), cases.size());
+  // Per case: which single-parameter changes of the table row (its neighbours in the grid) it rules
+  // out. The whole grid is eliminated below in one batch: feeding 2.7 M FP8 hypotheses case by case
+  // would cost minutes.
+  const mma_hyp row = mma_hyp_of(mma_entry(id).model);
+  std::vector<std::pair<int, mma_hyp>> neighbours;
+  for (const mma_hyp& h : grid) {
+    int diff = -1, nd = 0;
+    for (int bit = 0; bit < mma_param_count; ++bit)
+      if (mma_hyp_value(h, bit) != mma_hyp_value(row, bit)) { diff = bit; ++nd; }
+    if (nd == 1) neighbours.emplace_back(diff, h);
+  }
+  std::vector<bool> neighbour_out(neighbours.size(), false);
   for (std::size_t t = 0; t < cases.size(); ++t) {
     const std::uint64_t hw = D[t * tc];
     bool uniform = true;
     for (std::size_t e = 1; e < tc; ++e) uniform = uniform && D[t * tc + e] == hw;
-    const auto st = el.feed(cases[t], hw);
+    std::vector<std::string> ruled;
+    for (std::size_t q = 0; q < neighbours.size(); ++q) {
+      if (neighbour_out[q]) continue;
+      const mma_model nm = mma_apply(shape, neighbours[q].second);
+      if (mma_dot(nm, cases[t].c, cases[t].a.data(), 1, cases[t].b.data(), 1).bits != hw) {
+        neighbour_out[q] = true;
+        ruled.push_back(std::string(mma_param_name(neighbours[q].first)) + "=" + mma_hyp_value(neighbours[q].second, neighbours[q].first));
+      }
+    }
+    const std::uint64_t pred = mma_dot(mma_entry(id).model, cases[t].c, cases[t].a.data(), 1, cases[t].b.data(), 1).bits;
     std::ostringstream line;
     line << "  case " << t << " [" << cases[t].family << "] " << cases[t].what << ": hw " << hex(hw) << " = "
-         << val(shape.c_fmt, hw) << (uniform ? "" : " (OUTPUTS OF THE TILE DIFFER)") << "; consistent "
-         << st.consistent_before << " -> " << st.consistent_after;
-    if (!st.ruled_out.empty()) {
-      line << "; rules out";
-      for (const std::string& r : st.ruled_out) line << " " << r;
+         << val(shape.c_fmt, hw) << (uniform ? "" : " (OUTPUTS OF THE TILE DIFFER)")
+         << (pred == hw ? "; table row ok" : "; TABLE ROW WRONG (" + hex(pred) + ")");
+    if (!ruled.empty()) {
+      line << "; rules out (table row, one change)";
+      for (const std::string& r : ruled) line << " " << r;
     }
     log << line.str() << "\n";
-    if (!st.ruled_out.empty() || !uniform || (st.consistent_after == 0 && st.consistent_before != 0))
-      std::printf("%s\n", line.str().c_str());
+    if (!ruled.empty() || !uniform || pred != hw) std::printf("%s\n", line.str().c_str());
+  }
+  {
+    // The whole grid, all designed cases at once, interleaved so that a wrong hypothesis meets a
+    // case of every family early (it is dropped after 3 wrong predictions).
+    std::vector<mma_case> mixed;
+    std::vector<std::uint64_t> mixed_hw;
+    std::size_t stride = 97;
+    while (std::gcd(stride, cases.size()) != 1) ++stride;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const std::size_t t = (i * stride) % cases.size();
+      mixed.push_back(cases[t]);
+      mixed_hw.push_back(D[t * tc]);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto st = el.feed_batch(mixed, mixed_hw);
+    std::printf("  grid elimination on the designed cases: consistent %zu -> %zu (%.1f s)\n", st.consistent_before,
+                st.consistent_after, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    log << "  grid elimination on the designed cases: consistent " << st.consistent_before << " -> " << st.consistent_after << "\n";
   }
   sum.designed = cases.size();
+  // The default row of mma_models on the same cases (what the replay test checks on the recorded run).
+  {
+    const mma_model& tm = mma_entry(id).model;
+    std::size_t wrong = 0;
+    for (std::size_t t = 0; t < cases.size(); ++t) {
+      const std::uint64_t pred = mma_dot(tm, cases[t].c, cases[t].a.data(), 1, cases[t].b.data(), 1).bits;
+      wrong += pred != D[t * tc];  // each printed above with its case
+    }
+    std::printf("  table model (mma.hpp): %zu of %zu designed cases wrong\n", wrong, cases.size());
+    log << "  table model: " << wrong << " of " << cases.size() << " designed cases wrong\n";
+    sum.table_designed_wrong = wrong;
+  }
 
   // (3) Random tiles (the generator of the validation), all outputs.
   const std::size_t rtiles = 32;
@@ -210,6 +264,20 @@ instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostr
         hw.push_back(D[t * tc + static_cast<std::size_t>(r) * shape.n + c]);
       }
     const auto st = el.feed_batch(batch, hw);
+    for (std::size_t e = 0; e < batch.size(); ++e) {
+      const mma_model& tm = mma_entry(id).model;
+      const std::uint64_t pred = mma_dot(tm, batch[e].c, batch[e].a.data(), 1, batch[e].b.data(), 1).bits;
+      if (pred != hw[e] && ++sum.table_random_wrong <= 4) {
+        std::ostringstream ml;
+        ml << "  table model wrong on random tile " << t << " element " << e << ": hw " << hex(hw[e]) << " model " << hex(pred)
+           << " c=" << hex(batch[e].c) << " a=";
+        for (auto x : batch[e].a) ml << hex(x) << ",";
+        ml << " b=";
+        for (auto x : batch[e].b) ml << hex(x) << ",";
+        log << ml.str() << "\n";
+        std::printf("%s\n", ml.str().c_str());
+      }
+    }
     std::ostringstream line;
     line << "  random tile " << t << " (" << batch.size() << " elements, scenario "
          << static_cast<int>(mma_tile_scenario(opt.seed + 1, t)) << "): consistent " << st.consistent_before << " -> "
@@ -223,6 +291,9 @@ instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostr
     sum.random_cases += batch.size();
   }
 
+  std::printf("  table model (mma.hpp): %zu of %zu random elements wrong\n", sum.table_random_wrong, sum.random_cases);
+  log << "  table model: " << sum.table_random_wrong << " of " << sum.random_cases << " random elements wrong\n";
+
   // (4) Survivors and validation.
   std::vector<mma_hyp> surv = el.survivors();
   sum.survivors = surv.size();
@@ -232,10 +303,7 @@ instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostr
     surv = el.best(fails);
     std::printf("  NO hypothesis predicts every case; %zu come closest with %d wrong case(s)\n", surv.size(), fails);
   }
-  if (surv.empty()) {
-    sum.params = "no hypothesis within 2 wrong cases";
-    return sum;
-  }
+  if (surv.empty()) surv.push_back(mma_hyp_of(mma_entry(id).model));  // validate the table row anyway
   std::ostringstream ps;
   for (int bit = 0; bit < mma_param_count; ++bit) {
     std::vector<std::string> v;
@@ -253,13 +321,19 @@ instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostr
   }
   sum.params = ps.str();
   std::printf("  %s: %zu parameter set(s): %s\n", exact_fit ? "consistent" : "closest", surv.size(), sum.params.c_str());
-  // Up to 4 candidates spread over the survivors.
-  std::vector<mma_model> cands;
+  // Candidate 0: the table row of mma.hpp; then up to 3 other survivors spread over the list.
+  std::vector<mma_model> cands{mma_entry(id).model};
   std::vector<std::size_t> pick;
   for (std::size_t q = 0; q < 4 && q < surv.size(); ++q) pick.push_back(q * (surv.size() - 1) / std::max<std::size_t>(1, std::min<std::size_t>(3, surv.size() - 1)));
   std::sort(pick.begin(), pick.end());
   pick.erase(std::unique(pick.begin(), pick.end()), pick.end());
-  for (std::size_t q : pick) cands.push_back(mma_apply(shape, surv[q]));
+  std::vector<std::size_t> cand_of_pick;  // index into cands of each pick (0 when it is the table row)
+  for (std::size_t q : pick) {
+    const mma_model mq = mma_apply(shape, surv[q]);
+    if (mq == cands[0]) { cand_of_pick.push_back(0); continue; }
+    if (cands.size() < 4) { cand_of_pick.push_back(cands.size()); cands.push_back(mq); }
+    else cand_of_pick.push_back(~std::size_t{0});
+  }
   const auto v = gpu::mma_validate(id, cands, opt.cases, opt.seed, budget_s);
   sum.val_cases = v.cases;
   std::ostringstream vr;
@@ -292,20 +366,23 @@ instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostr
     log << line.str() << "\n";
   }
   if (!v.first.empty()) std::printf("  (first %zu mismatches with their inputs in the log)\n", v.first.size());
-  if (best < 0) {
-    sum.val_result = "every candidate mismatches";
-    return sum;
-  }
-  sum.val_result = std::to_string(v.cases) + " cases, 0 mismatches (candidate " + std::to_string(best) + ")";
-  const mma_model chosen = cands[static_cast<std::size_t>(best)];
+  sum.val_result = best < 0 ? "every candidate mismatches"
+                            : std::to_string(v.cases) + " cases, 0 mismatches (candidate " + std::to_string(best) +
+                                  (best == 0 ? ": the table row" : "") + ")";
+  sum.table_val = std::to_string(v.cases) + " cases, " + std::to_string(v.mismatches[0]) + " mismatches";
+  // The GEMM check runs with the validated candidate, or with the table row when none validated.
+  const mma_model chosen = cands[static_cast<std::size_t>(best < 0 ? 0 : best)];
   // Parameters still undecided: those on which the survivors not refuted by validation differ.
   std::vector<mma_hyp> alive;
   for (std::size_t q = 0; q < surv.size(); ++q) {
     const auto it = std::find(pick.begin(), pick.end(), q);
-    if (it != pick.end() && v.mismatches[static_cast<std::size_t>(it - pick.begin())] != 0) continue;
+    if (it != pick.end()) {
+      const std::size_t ci = cand_of_pick[static_cast<std::size_t>(it - pick.begin())];
+      if (ci < cands.size() && v.mismatches[ci] != 0) continue;
+    }
     alive.push_back(surv[q]);
   }
-  const std::uint32_t unknown = exact_fit ? mma_undecided(alive) : mma_param_all;
+  const std::uint32_t unknown = (exact_fit && best >= 0) ? mma_undecided(alive) : mma_param_all;
 
   // (5) GEMM bit-identity (device kernel vs emu::gemm with the chosen model).
   {
@@ -340,6 +417,7 @@ instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostr
     sum.gemm = b;
     std::printf("  gemm identity %s\n", b);
   }
+  if (best < 0) return sum;
   std::ostringstream ev;
   ev << "probe + " << v.cases << " validation cases, 0 mismatches (" << gpu::mma_device_description() << ")";
   sum.row = mma_table_row(id, chosen, unknown, ev.str());
@@ -391,11 +469,13 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::ofstream md(opt.out + "/mma-summary.md");
-  md << "| instruction | layout | designed cases | random cases | consistent sets | parameters | validation | gemm identity |\n"
-        "|---|---|---|---|---|---|---|---|\n";
+  md << "| instruction | layout | designed cases | random cases | table row wrong (designed, random) | table row validation | "
+        "consistent sets | parameters | validation | gemm identity |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& s : sums)
-    md << "| " << s.name << " | " << s.layout << " | " << s.designed << " | " << s.random_cases << " | " << s.survivors << " | "
-       << s.params << " | " << s.val_result << " | " << s.gemm << " |\n";
+    md << "| " << s.name << " | " << s.layout << " | " << s.designed << " | " << s.random_cases << " | " << s.table_designed_wrong
+       << ", " << s.table_random_wrong << " | " << s.table_val << " | " << s.survivors << " | " << s.params << " | " << s.val_result
+       << " | " << s.gemm << " |\n";
   std::ofstream rows(opt.out + "/mma-table.txt");
   for (const auto& s : sums) rows << (s.row.empty() ? "    // " + s.name + ": no validated model" : s.row) << "\n";
   std::printf("\nsummary written to %s/mma-summary.md, table rows to %s/mma-table.txt\n", opt.out.c_str(), opt.out.c_str());

@@ -67,8 +67,9 @@ TEST(MmaCli, ListNamesEveryInstructionAndItsStatus) {
   ASSERT_EQ(r.status, 0) << r.out;
   for (emu::mma_instr i : emu::all_mma_instrs) EXPECT_NE(r.out.find(std::string(emu::mma_instr_name(i))), std::string::npos);
   EXPECT_NE(r.out.find("align_bits="), std::string::npos);
-  if (emu::mma_entry(emu::mma_instr::mma_m16n8k16_bf16).unknown != 0)
+  if (emu::mma_entry(emu::mma_instr::mma_m16n8k16_bf16).unknown != 0) {
     EXPECT_NE(r.out.find("unverified"), std::string::npos);
+  }
   const run_result js = run("mma --list --json");
   ASSERT_EQ(js.status, 0);
   EXPECT_EQ(nlohmann::json::parse(js.out).size(), 8u);

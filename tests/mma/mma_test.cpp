@@ -165,6 +165,7 @@ TEST(MmaModel, ExactAlignmentEqualsCorrectlyRoundedDot) {
       m.group = m.k;
       m.align_bits = mma_align_exact;
       m.step_round = mode;
+      m.acc_fmt = m.c_fmt;  // one rounding, straight into C's format (FP8 rows normalise to 13 bits)
       for (std::uint64_t tile = 0; tile < 48; ++tile) {
         if (mma_tile_scenario(7, tile) == mma_scenario::raw) continue;  // finite inputs only
         for (int row = 0; row < 4; ++row) {

@@ -21,12 +21,16 @@
 ///   5. the sum     of the aligned addends is exact (carries grow the integer; nothing wraps).
 ///   6. normalise   the step's exact sum is rounded once into `acc_fmt` under `step_round` (with
 ///                  `ftz`: subnormal results flushed; `overflow_to_inf`: overflow gives Inf even in
-///                  rz). The last step's result is narrowed to `c_fmt` under `out_round` when the
-///                  formats differ (f16 accumulate).
+///                  rz). acc_fmt is f32, f16 (f16 accumulate) or an f32-range format with fewer
+///                  fraction bits (mma_acc_format: FP8 wgmma keeps 13). The last step's result is
+///                  narrowed to `c_fmt` under `out_round` when the formats differ (exact when c_fmt
+///                  holds every acc_fmt value).
 ///   7. specials    subnormal inputs are read as zero under `daz`; NaN anywhere, Inf*0, or Infs of
 ///                  both signs give the canonical NaN of the format (f32 0x7fffffff, f16 0x7fff);
 ///                  otherwise an Inf addend gives Inf. An all-zero or exactly cancelling step gives
-///                  +0, or -0 when every addend is -0 (IEEE 754 6.3; rd: -0 when any is).
+///                  +0, or -0 when every addend is -0 (IEEE 754 6.3; rd: -0 when any is). With
+///                  `positive_zero` every zero result is +0 (a sign-magnitude-free fixed-point adder:
+///                  sm_90 does this, docs/tensor-cores.md).
 ///
 /// Every rounding decision is made by tiebreak::round_pack: the alignment rounding is round_pack
 /// into a synthetic format whose subnormal grid is 2^(E - align_bits), and the normalisation is
@@ -102,6 +106,15 @@ inline constexpr int mma_align_max = 48;
 /// Largest k (products per instruction) the model supports.
 inline constexpr int mma_max_k = 32;
 
+/// The accumulator format with f32's exponent range and `man_bits` fraction bits (10 <= man_bits
+/// <= 23; 23 is f32 itself). FP8 wgmma on sm_90 normalises its sum into mma_acc_format(13).
+TIEBREAK_HDC format_desc mma_acc_format(int man_bits) noexcept {
+  constexpr std::string_view names[] = {"e8m10", "e8m11", "e8m12", "e8m13", "e8m14", "e8m15", "e8m16",
+                                        "e8m17", "e8m18", "e8m19", "e8m20", "e8m21", "e8m22", "f32"};
+  const int i = man_bits < 10 ? 0 : man_bits > 23 ? 13 : man_bits - 10;
+  return format_desc{8, i + 10, 127, special_style::ieee, 0, names[i]};
+}
+
 /// Parameters of one instruction's arithmetic. Preconditions (mma_model_valid): 1 <= k <= 32,
 /// group divides k, 1 <= align_bits <= mma_align_max or align_bits >= mma_align_exact, the formats
 /// have at most 23 fraction bits (products fit in 48 bits), acc_fmt and c_fmt are f32 or f16.
@@ -122,6 +135,7 @@ struct mma_model {
   bool daz = false;                    ///< subnormal A, B and C read as zero
   bool ftz = false;                    ///< subnormal step results flushed to zero
   bool overflow_to_inf = false;        ///< overflowing steps give Inf whatever step_round is
+  bool positive_zero = false;          ///< every zero result (step and D) is +0, never -0
 };
 
 /// Parameters of mma_model, as bits of a mask (which ones are not established on hardware).
@@ -138,12 +152,14 @@ enum mma_param : std::uint32_t {
   mma_param_daz = 1u << 9,
   mma_param_ftz = 1u << 10,
   mma_param_overflow = 1u << 11,
-  mma_param_all = (1u << 12) - 1,
+  mma_param_zero = 1u << 12,
+  mma_param_all = (1u << 13) - 1,
 };
-inline constexpr int mma_param_count = 12;
+inline constexpr int mma_param_count = 13;
 constexpr std::string_view mma_param_name(int bit) noexcept {
   constexpr std::string_view names[] = {"group", "grouping", "c_order", "exp_ref", "align_bits", "align_round",
-                                        "step_round", "out_round", "acc_fmt", "daz", "ftz", "overflow_to_inf"};
+                                        "step_round", "out_round", "acc_fmt", "daz", "ftz", "overflow_to_inf",
+                                        "positive_zero"};
   return bit >= 0 && bit < mma_param_count ? names[bit] : "?";
 }
 
@@ -158,18 +174,23 @@ TIEBREAK_HDC bool operator==(const mma_model& x, const mma_model& y) noexcept {
          same_format(x.acc_fmt, y.acc_fmt) && x.m == y.m && x.n == y.n && x.k == y.k && x.group == y.group &&
          x.grouping == y.grouping && x.c_order == y.c_order && x.exp_ref == y.exp_ref &&
          x.align_bits == y.align_bits && x.align_round == y.align_round && x.step_round == y.step_round &&
-         x.out_round == y.out_round && x.daz == y.daz && x.ftz == y.ftz && x.overflow_to_inf == y.overflow_to_inf;
+         x.out_round == y.out_round && x.daz == y.daz && x.ftz == y.ftz && x.overflow_to_inf == y.overflow_to_inf &&
+         x.positive_zero == y.positive_zero;
 }
 
-/// True when `m` satisfies mma_model's preconditions.
+/// True when `m` satisfies mma_model's preconditions (acc_fmt: f16 or mma_acc_format(10..23)).
 TIEBREAK_HDC bool mma_model_valid(const mma_model& m) noexcept {
-  const auto acc_ok = [](const format_desc& f) {
+  const auto c_ok = [](const format_desc& f) {
     return same_format(f, format_desc{8, 23, 127, special_style::ieee}) ||
            same_format(f, format_desc{5, 10, 15, special_style::ieee});
   };
+  const auto acc_ok = [&](const format_desc& f) {
+    return c_ok(f) || (f.exp_bits == 8 && f.bias == 127 && f.man_bits >= 10 && f.man_bits <= 23 &&
+                       f.special == special_style::ieee && f.pad == 0);
+  };
   const bool align_ok = (m.align_bits >= 1 && m.align_bits <= mma_align_max) || m.align_bits >= mma_align_exact;
   return m.k >= 1 && m.k <= mma_max_k && m.group >= 1 && m.k % m.group == 0 && align_ok &&
-         m.a_fmt.man_bits <= 23 && m.b_fmt.man_bits <= 23 && acc_ok(m.c_fmt) && acc_ok(m.acc_fmt) &&
+         m.a_fmt.man_bits <= 23 && m.b_fmt.man_bits <= 23 && c_ok(m.c_fmt) && acc_ok(m.acc_fmt) &&
          m.align_round != round_mode::sr && m.step_round != round_mode::sr && m.out_round != round_mode::sr;
 }
 
@@ -510,6 +531,7 @@ TIEBREAK_HDI mma_result mma_dot_with(const mma_model& m, std::uint64_t c_bits, c
     if (with_c) { v[nv] = c; v_man[nv++] = m.c_fmt.man_bits; }
     if (Fast && m.align_bits < mma_align_exact &&
         detail::mma_step_fast(m, v, v_man, nv, ops, step, ng, acc_bits, out)) {
+      if (m.positive_zero && (acc_bits & ~m.acc_fmt.sign_mask()) == 0) acc_bits = 0;  // underflow to -0
       continue;
     }
     detail::mma_step_in s;
@@ -519,6 +541,7 @@ TIEBREAK_HDI mma_result mma_dot_with(const mma_model& m, std::uint64_t c_bits, c
       detail::mma_add_product(s, ops.a(i), ops.b(i), man_sum, m.exp_ref);
     }
     acc_bits = detail::mma_step(m, s, out);
+    if (m.positive_zero && (acc_bits & ~m.acc_fmt.sign_mask()) == 0) acc_bits = 0;  // -0 -> +0
   }
   out.steps = ng;
   if (same_format(m.acc_fmt, m.c_fmt)) {
@@ -528,7 +551,7 @@ TIEBREAK_HDI mma_result mma_dot_with(const mma_model& m, std::uint64_t c_bits, c
     o.flush_output = m.ftz;
     const round_result r = convert(m.c_fmt, m.acc_fmt, acc_bits, rounding{m.out_round, 0}, o);
     out.flags |= r.flags;
-    out.bits = r.bits;
+    out.bits = (m.positive_zero && (r.bits & ~m.c_fmt.sign_mask()) == 0) ? 0 : r.bits;
   }
   return out;
 }
@@ -593,7 +616,7 @@ struct mma_model_entry {
 TIEBREAK_HDC mma_model mma_make(format_desc ab, format_desc c, format_desc acc, int m, int n, int k, int group,
                                 mma_grouping grouping, mma_c_order c_order, mma_exp_ref exp_ref, int align_bits,
                                 round_mode align_round, round_mode step_round, round_mode out_round, bool daz,
-                                bool ftz, bool overflow_to_inf) noexcept {
+                                bool ftz, bool overflow_to_inf, bool positive_zero = false) noexcept {
   mma_model r;
   r.a_fmt = ab;
   r.b_fmt = ab;
@@ -613,54 +636,66 @@ TIEBREAK_HDC mma_model mma_make(format_desc ab, format_desc c, format_desc acc, 
   r.daz = daz;
   r.ftz = ftz;
   r.overflow_to_inf = overflow_to_inf;
+  r.positive_zero = positive_zero;
   return r;
 }
 
 /// The default model of every instruction on sm_90 (H100/H200).
 ///
-/// UNVERIFIED: these values are literature hypotheses (Fasi, Higham, Mikaitis, Pranesh 2021;
-/// Khattak, Mikaitis 2025; DeepSeek-V3 report on FP8 accumulation), not hardware evidence. The lead
-/// replaces each row with the one `tiebreak_mma_probe` prints (tools/device-mma.sh) and clears the
-/// `unknown` bits it establishes; docs/tensor-cores.md holds the probe output behind each row.
+/// From the H200 run of 2026-11-29 (tools/device-mma.sh; docs/tensor-cores.md has the probe output
+/// and the analysis): every recorded designed case and every recorded random element of that run
+/// is reproduced bit for bit by these rows (tests/mma/mma_replay_test.cpp replays them from
+/// tests/mma/data/). A parameter is left out of `unknown` only where a recorded case rules out
+/// every other value of the hypothesis grid (mma_hypotheses) with the other parameters as in the
+/// row; the rest are marked unknown (values then kept from the literature hypothesis). That run's
+/// on-device validation was void (a race in the validation kernel, fixed since), so none of these
+/// rows has passed a >= 1e8-element validation yet.
 inline constexpr mma_model_entry mma_models[mma_instr_count] = {
     {mma_instr::mma_m16n8k16_bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
      mma_make(formats::bf16, formats::f32, formats::f32, 16, 8, 16, 16, mma_grouping::contiguous, mma_c_order::first,
-              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false),
-     mma_param_all, "unverified: literature hypothesis"},
+              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, true, true),
+     mma_param_out_round, "probed: H200 2026-11-29 designed cases (not yet validated on 1e8)"},
     {mma_instr::mma_m16n8k16_f16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
      mma_make(formats::f16, formats::f32, formats::f32, 16, 8, 16, 16, mma_grouping::contiguous, mma_c_order::first,
-              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false),
-     mma_param_all, "unverified: literature hypothesis"},
+              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false, true),
+     mma_param_out_round | mma_param_overflow,
+     "probed: H200 2026-11-29 designed cases (not yet validated on 1e8)"},
     {mma_instr::mma_m16n8k8_tf32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
      mma_make(formats::tf32, formats::f32, formats::f32, 16, 8, 8, 8, mma_grouping::contiguous, mma_c_order::first,
-              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false),
-     mma_param_all, "unverified: literature hypothesis"},
+              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, true, true),
+     mma_param_out_round, "probed: H200 2026-11-29 designed cases (not yet validated on 1e8)"},
     {mma_instr::mma_m16n8k16_f16_f16out, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16",
-     mma_make(formats::f16, formats::f16, formats::f32, 16, 8, 16, 16, mma_grouping::contiguous, mma_c_order::first,
-              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false),
-     mma_param_all, "unverified: literature hypothesis"},
+     mma_make(formats::f16, formats::f16, formats::f16, 16, 8, 16, 16, mma_grouping::contiguous, mma_c_order::first,
+              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rne, round_mode::rne, false, false, false, true),
+     mma_param_out_round | mma_param_overflow,
+     "probed: H200 2026-11-29 designed cases (not yet validated on 1e8)"},
     {mma_instr::wgmma_k16_bf16, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16",
      mma_make(formats::bf16, formats::f32, formats::f32, 64, 8, 16, 16, mma_grouping::contiguous, mma_c_order::first,
-              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false),
-     mma_param_all, "unverified: literature hypothesis"},
+              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, true, true),
+     mma_param_out_round, "probed: H200 2026-11-29 designed cases (not yet validated on 1e8)"},
     {mma_instr::wgmma_k16_f16, "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16",
      mma_make(formats::f16, formats::f32, formats::f32, 64, 8, 16, 16, mma_grouping::contiguous, mma_c_order::first,
-              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false),
-     mma_param_all, "unverified: literature hypothesis"},
+              mma_exp_ref::nominal, 25, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false, true),
+     mma_param_out_round | mma_param_overflow,
+     "probed: H200 2026-11-29 designed cases (not yet validated on 1e8)"},
     {mma_instr::wgmma_k32_e4m3, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3",
-     mma_make(formats::e4m3, formats::f32, formats::f32, 64, 8, 32, 32, mma_grouping::contiguous, mma_c_order::first,
-              mma_exp_ref::nominal, 13, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false),
-     mma_param_all, "unverified: literature hypothesis"},
+     mma_make(formats::e4m3, formats::f32, mma_acc_format(13), 64, 8, 32, 32, mma_grouping::contiguous,
+              mma_c_order::first, mma_exp_ref::nominal, 13, round_mode::rz, round_mode::rz, round_mode::rne, false, false,
+              false, true),
+     mma_param_out_round | mma_param_ftz | mma_param_overflow,
+     "probed: H200 2026-11-29 designed cases + 64 random elements (not yet validated on 1e8)"},
     {mma_instr::wgmma_k32_e5m2, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2",
-     mma_make(formats::e5m2, formats::f32, formats::f32, 64, 8, 32, 32, mma_grouping::contiguous, mma_c_order::first,
-              mma_exp_ref::nominal, 13, round_mode::rz, round_mode::rz, round_mode::rne, false, false, false),
-     mma_param_all, "unverified: literature hypothesis"},
+     mma_make(formats::e5m2, formats::f32, mma_acc_format(13), 64, 8, 32, 32, mma_grouping::contiguous,
+              mma_c_order::first, mma_exp_ref::nominal, 13, round_mode::rz, round_mode::rz, round_mode::rne, false, false,
+              false, true),
+     mma_param_out_round | mma_param_ftz | mma_param_overflow,
+     "probed: H200 2026-11-29 designed cases + 64 random elements (not yet validated on 1e8)"},
 };
 
 /// The table row of an instruction.
 constexpr const mma_model_entry& mma_entry(mma_instr i) noexcept { return mma_models[static_cast<int>(i)]; }
 
 static_assert(mma_model_valid(mma_models[0].model) && mma_model_valid(mma_models[3].model) &&
-              mma_model_valid(mma_models[7].model));
+              mma_model_valid(mma_models[6].model) && mma_model_valid(mma_models[7].model));
 
 }  // namespace tiebreak::emu

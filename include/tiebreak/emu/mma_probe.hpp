@@ -41,7 +41,9 @@ struct mma_hyp {
   round_mode step_round = round_mode::rz;
   round_mode out_round = round_mode::rne;
   bool acc_f16 = false;
+  std::uint8_t acc_man = 23;     ///< fraction bits of an f32-range accumulator (mma_acc_format)
   bool daz = false, ftz = false, overflow_to_inf = false;
+  bool positive_zero = false;
 };
 
 /// The model of hypothesis h on instruction shape `shape` (formats, m, n, k).
@@ -55,10 +57,11 @@ inline mma_model mma_apply(const mma_model& shape, const mma_hyp& h) {
   m.align_round = h.align_round;
   m.step_round = h.step_round;
   m.out_round = h.out_round;
-  m.acc_fmt = h.acc_f16 ? formats::f16 : formats::f32;
+  m.acc_fmt = h.acc_f16 ? formats::f16 : h.acc_man == 23 ? formats::f32 : mma_acc_format(h.acc_man);
   m.daz = h.daz;
   m.ftz = h.ftz;
   m.overflow_to_inf = h.overflow_to_inf;
+  m.positive_zero = h.positive_zero;
   return m;
 }
 
@@ -74,9 +77,11 @@ inline mma_hyp mma_hyp_of(const mma_model& m) {
   h.step_round = m.step_round;
   h.out_round = m.out_round;
   h.acc_f16 = same_format(m.acc_fmt, formats::f16);
+  h.acc_man = static_cast<std::uint8_t>(h.acc_f16 ? 23 : m.acc_fmt.man_bits);
   h.daz = m.daz;
   h.ftz = m.ftz;
   h.overflow_to_inf = m.overflow_to_inf;
+  h.positive_zero = m.positive_zero;
   return h;
 }
 
@@ -91,17 +96,20 @@ inline std::string mma_hyp_value(const mma_hyp& h, int bit) {
     case 5: return std::string(to_string(h.align_round));
     case 6: return std::string(to_string(h.step_round));
     case 7: return std::string(to_string(h.out_round));
-    case 8: return h.acc_f16 ? "f16" : "f32";
+    case 8: return h.acc_f16 ? "f16" : std::string(mma_acc_format(h.acc_man).name);
     case 9: return h.daz ? "true" : "false";
     case 10: return h.ftz ? "true" : "false";
-    default: return h.overflow_to_inf ? "true" : "false";
+    case 11: return h.overflow_to_inf ? "true" : "false";
+    default: return h.positive_zero ? "true" : "false";
   }
 }
 
 /// Every hypothesis the probes consider for an instruction of this shape: group in {1,2,4,...,k},
 /// contiguous or strided groups, C first or last, nominal or lead exponent, align_bits 8..48 or
-/// exact, align_round rz/rd/rne, step_round rz/rne/rna/ru/rd, daz, ftz, overflow_to_inf; for an f16
-/// C the accumulator f32 (with out_round rz/rne/rna/ru/rd) or f16.
+/// exact, align_round rz/rd/rne, step_round rz/rne/rna/ru/rd, daz, ftz, overflow_to_inf,
+/// positive_zero; the accumulator: for an f16 C f32 (with out_round rz/rne/rna/ru/rd) or f16; for
+/// 8-bit inputs also mma_acc_format(10..22) (narrower than f32: the H200 run of 2026-11-29 showed
+/// 13 fraction bits for FP8 wgmma). Size: 302400 (16-bit inputs, f32 C) to 2.7 M (FP8).
 inline std::vector<mma_hyp> mma_hypotheses(const mma_model& shape) {
   std::vector<mma_hyp> out;
   const bool c16 = same_format(shape.c_fmt, formats::f16);
@@ -110,6 +118,11 @@ inline std::vector<mma_hyp> mma_hypotheses(const mma_model& shape) {
   std::vector<int> widths;
   for (int w = 8; w <= mma_align_max; ++w) widths.push_back(w);
   widths.push_back(255);
+  // Accumulators: 0 = f16, otherwise the fraction bits of an f32-range one.
+  std::vector<int> accs{23};
+  if (c16) accs.push_back(0);
+  if (shape.a_fmt.man_bits <= 3)
+    for (int a = 10; a <= 22; ++a) accs.push_back(a);
   for (int g = 1; g <= shape.k; g *= 2) {
     if (shape.k % g != 0) continue;
     for (int gr = 0; gr < 2; ++gr) {
@@ -120,9 +133,9 @@ inline std::vector<mma_hyp> mma_hypotheses(const mma_model& shape) {
           for (int w : widths)
             for (round_mode ar : aligns)
               for (round_mode sr : steps)
-                for (int acc = 0; acc < (c16 ? 2 : 1); ++acc)
-                  for (int oi = 0; oi < ((c16 && acc == 0) ? 5 : 1); ++oi)
-                    for (int flags = 0; flags < 8; ++flags) {
+                for (int acc : accs)
+                  for (int oi = 0; oi < ((c16 && acc != 0) ? 5 : 1); ++oi)
+                    for (int flags = 0; flags < 16; ++flags) {
                       mma_hyp h;
                       h.group = static_cast<std::uint8_t>(g);
                       h.grouping = gr ? mma_grouping::strided : mma_grouping::contiguous;
@@ -131,11 +144,13 @@ inline std::vector<mma_hyp> mma_hypotheses(const mma_model& shape) {
                       h.align_bits = static_cast<std::uint8_t>(w);
                       h.align_round = ar;
                       h.step_round = sr;
-                      h.acc_f16 = acc == 1;
-                      h.out_round = (c16 && acc == 0) ? steps[oi] : round_mode::rne;
+                      h.acc_f16 = acc == 0;
+                      h.acc_man = static_cast<std::uint8_t>(acc == 0 ? 23 : acc);
+                      h.out_round = (c16 && acc != 0) ? steps[oi] : round_mode::rne;
                       h.daz = (flags & 1) != 0;
                       h.ftz = (flags & 2) != 0;
                       h.overflow_to_inf = (flags & 4) != 0;
+                      h.positive_zero = (flags & 8) != 0;
                       out.push_back(h);
                     }
       }
@@ -233,6 +248,17 @@ inline std::vector<mma_case> mma_probe_cases(const mma_model& shape) {
   for (int j = 1; j <= 60 && X - j >= emin_p; ++j)
     mma_add_case(out, shape, "width-c", "C=" + sx + ", -" + sx + " + 2^(" + std::to_string(X) + "-" + std::to_string(j) + ")",
                  P(X), {{0, -P(X)}, {1, P(X - j)}});
+  // 1d. Accumulator width: n products 2^X (their sum 2^(X + log2 n) carries above X) and a small
+  //     2^(X-j) that survives the alignment (j <= align_bits): the normalised sum keeps it iff the
+  //     accumulator has >= j + log2 n fraction bits (FP8 wgmma: 13; f32: 23).
+  for (int n : {2, 4})
+    for (int j = 1; j <= 40 && X - j >= emin_p && n < k; ++j) {
+      std::vector<std::pair<int, double>> ps;
+      for (int i = 0; i < n; ++i) ps.push_back({i, P(X)});
+      ps.push_back({n, P(X - j)});
+      mma_add_case(out, shape, "acc-width", std::to_string(n) + " x " + sx + " + 2^(" + std::to_string(X) + "-" + std::to_string(j) + ")",
+                   0.0, ps);
+    }
   // 2. Truncation vs rounding at alignment: a multi-bit small product (1.75 * 1.25 = 10.0011b), both
   //    signs, straddling the cut.
   for (int j = 4; j <= 56 && X - j - 4 >= emin_p; ++j)
@@ -438,21 +464,50 @@ class mma_eliminator {
       if (fails_[i] == fails) out.push_back(hyps_[i]);
     return out;
   }
-  /// For each parameter, the values the consistent hypotheses still take.
+  /// For each parameter, the values the consistent hypotheses still take (in grid order).
   std::vector<std::vector<std::string>> values_of_consistent() const {
-    std::vector<std::vector<std::string>> v(mma_param_count);
+    // Deduplicate on a small integer code per field; text only for one representative of each.
+    std::vector<std::vector<std::size_t>> rep(mma_param_count);  // [bit][code] -> hyp index + 1
     for (std::size_t i = 0; i < hyps_.size(); ++i) {
       if (fails_[i] != 0) continue;
       for (int bit = 0; bit < mma_param_count; ++bit) {
-        auto& s = v[static_cast<std::size_t>(bit)];
-        const std::string x = mma_hyp_value(hyps_[i], bit);
-        if (std::find(s.begin(), s.end(), x) == s.end()) s.push_back(x);
+        const std::size_t code = field_code(hyps_[i], bit);
+        auto& r = rep[static_cast<std::size_t>(bit)];
+        if (r.size() <= code) r.resize(code + 1, 0);
+        if (r[code] == 0) r[code] = i + 1;
       }
+    }
+    std::vector<std::vector<std::string>> v(mma_param_count);
+    for (int bit = 0; bit < mma_param_count; ++bit) {
+      std::vector<std::size_t> firsts;
+      for (std::size_t idx : rep[static_cast<std::size_t>(bit)])
+        if (idx != 0) firsts.push_back(idx - 1);
+      std::sort(firsts.begin(), firsts.end());
+      for (std::size_t i : firsts) v[static_cast<std::size_t>(bit)].push_back(mma_hyp_value(hyps_[i], bit));
     }
     return v;
   }
 
  private:
+  /// A small integer that tells the values of field `bit` apart (mma_hyp_value's argument).
+  static std::size_t field_code(const mma_hyp& h, int bit) {
+    switch (bit) {
+      case 0: return h.group;
+      case 1: return static_cast<std::size_t>(h.grouping);
+      case 2: return static_cast<std::size_t>(h.c_order);
+      case 3: return static_cast<std::size_t>(h.exp_ref);
+      case 4: return h.align_bits;
+      case 5: return static_cast<std::size_t>(h.align_round);
+      case 6: return static_cast<std::size_t>(h.step_round);
+      case 7: return static_cast<std::size_t>(h.out_round);
+      case 8: return h.acc_f16 ? 0 : h.acc_man;
+      case 9: return h.daz;
+      case 10: return h.ftz;
+      case 11: return h.overflow_to_inf;
+      default: return h.positive_zero;
+    }
+  }
+
   mma_model shape_;
   std::vector<mma_hyp> hyps_;
   std::vector<int> fails_;
@@ -476,6 +531,7 @@ inline std::string mma_table_row(mma_instr id, const mma_model& m, std::uint32_t
     if (same_format(f, formats::tf32)) return std::string("formats::tf32");
     if (same_format(f, formats::e4m3)) return std::string("formats::e4m3");
     if (same_format(f, formats::e5m2)) return std::string("formats::e5m2");
+    if (f.exp_bits == 8 && f.man_bits < 23) return "mma_acc_format(" + std::to_string(f.man_bits) + ")";
     return std::string("formats::f32");
   };
   const auto rm = [](round_mode r) { return "round_mode::" + std::string(to_string(r)); };
@@ -493,7 +549,8 @@ inline std::string mma_table_row(mma_instr id, const mma_model& m, std::uint32_t
   s += "              mma_exp_ref::" + std::string(to_string(m.exp_ref)) + ", " +
        (m.align_bits >= mma_align_exact ? std::string("mma_align_exact") : std::to_string(m.align_bits)) + ", " +
        rm(m.align_round) + ", " + rm(m.step_round) + ", " + rm(m.out_round) + ", " + (m.daz ? "true" : "false") + ", " +
-       (m.ftz ? "true" : "false") + ", " + (m.overflow_to_inf ? "true" : "false") + "),\n";
+       (m.ftz ? "true" : "false") + ", " + (m.overflow_to_inf ? "true" : "false") + ", " +
+       (m.positive_zero ? "true" : "false") + "),\n";
   s += "     " + unk + ", \"" + evidence + "\"},";
   return s;
 }
