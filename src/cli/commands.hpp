@@ -19,6 +19,8 @@ void register_mma(CLI::App& app);
 #ifdef TIEBREAK_HAVE_ANALYSIS
 /// `tiebreak analyze` (analyze_cmd.cpp, built with tiebreak::analysis).
 void register_analyze(CLI::App& app);
+/// `tiebreak audit` (audit_cmd.cpp, built with tiebreak::analysis and tiebreak::audit).
+void register_audit(CLI::App& app);
 #endif
 
 }  // namespace tiebreak::cli

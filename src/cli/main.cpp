@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   tiebreak::cli::register_mma(app);
 #ifdef TIEBREAK_HAVE_ANALYSIS
   tiebreak::cli::register_analyze(app);
+  tiebreak::cli::register_audit(app);
 #endif
   try {
     // CLI11 reports a mistyped subcommand only as "A subcommand is required": name it.

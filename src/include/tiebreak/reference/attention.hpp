@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file High-precision attention reference: forward and backward in f64 (Eigen, threaded over
+/// (batch, head)) and a multiprecision mode that certifies the f64 results on small problems.
+///
+/// Conventions (those of FlashAttention and PyTorch SDPA):
+///   S = scale · Q Kᵀ, P = softmax(S) row-wise, O = P V, LSE = log Σ_j exp(S_j) (natural log),
+///   delta = rowsum(dO ∘ O), dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − delta), dQ = scale · dS K,
+///   dK = scale · dSᵀ Q.
+/// Causal masking keeps key j for query i when j <= i + (seq_k − seq_q) (bottom-right alignment,
+/// FlashAttention ≥ 2.1; the same as PyTorch's top-left alignment when seq_q == seq_k). A query row
+/// that sees no key gets O = 0, LSE = −inf and zero gradients. Grouped-query attention: query head h
+/// reads key/value head h / (heads / kv_heads); dK and dV of a key/value head sum over its group.
+/// Every tensor is stored dense in `bhsd` order as double (exact copies of the kernel's inputs).
+/// NaN/Inf inputs propagate to the rows they reach (no exception): callers exclude such rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tiebreak::reference {
+
+/// Shape of one attention problem. Q is [batch, heads, seq_q, dim], K [batch, kv_heads, seq_k, dim],
+/// V [batch, kv_heads, seq_k, dim_v], O and dO [batch, heads, seq_q, dim_v], LSE [batch, heads, seq_q].
+struct attention_shape {
+  std::size_t batch = 1;
+  std::size_t heads = 1;
+  std::size_t kv_heads = 1;
+  std::size_t seq_q = 1;
+  std::size_t seq_k = 1;
+  std::size_t dim = 1;
+  std::size_t dim_v = 1;
+
+  [[nodiscard]] std::size_t q_size() const noexcept { return batch * heads * seq_q * dim; }
+  [[nodiscard]] std::size_t k_size() const noexcept { return batch * kv_heads * seq_k * dim; }
+  [[nodiscard]] std::size_t v_size() const noexcept { return batch * kv_heads * seq_k * dim_v; }
+  [[nodiscard]] std::size_t o_size() const noexcept { return batch * heads * seq_q * dim_v; }
+  [[nodiscard]] std::size_t lse_size() const noexcept { return batch * heads * seq_q; }
+  /// Key/value head read by query head h. Precondition: valid().
+  [[nodiscard]] std::size_t kv_head_of(std::size_t h) const noexcept { return h / (heads / kv_heads); }
+  /// All sizes positive and kv_heads divides heads.
+  [[nodiscard]] bool valid() const noexcept {
+    return batch && heads && kv_heads && seq_q && seq_k && dim && dim_v && heads % kv_heads == 0;
+  }
+};
+
+/// Attention options. `scale` defaults to 1/sqrt(dim) (computed in double).
+struct attention_options {
+  bool causal = false;
+  std::optional<double> scale;
+  unsigned threads = 0;  ///< 0: std::thread::hardware_concurrency()
+  /// Called after each (batch, head) completes, from worker threads (serialised by a mutex):
+  /// (done, total). May be empty.
+  std::function<void(std::size_t, std::size_t)> progress;
+
+  [[nodiscard]] double scale_for(const attention_shape& s) const;
+};
+
+/// The inputs of one problem, dense bhsd doubles. `d_o` is empty when no backward pass is wanted.
+struct attention_inputs {
+  attention_shape shape;
+  std::vector<double> q, k, v;
+  std::vector<double> d_o;
+};
+
+/// The reference outputs. Backward fields are empty when inputs.d_o is empty.
+struct attention_outputs {
+  std::vector<double> o;      ///< [b, h, s_q, d_v]
+  std::vector<double> lse;    ///< [b, h, s_q]; −inf for a row that sees no key
+  std::vector<double> delta;  ///< [b, h, s_q]: rowsum(dO ∘ O_ref)
+  std::vector<double> dq;     ///< [b, h, s_q, d]
+  std::vector<double> dk;     ///< [b, h_kv, s_k, d]
+  std::vector<double> dv;     ///< [b, h_kv, s_k, d_v]
+};
+
+/// Thrown for inconsistent problem descriptions (invalid shape, vector sizes that disagree).
+class reference_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Forward (and backward when d_o is given) in f64. Each (batch, head) is computed by one thread
+/// with Eigen matrix products (blocked, so sums are not left to right: the result differs from
+/// the exact one by a few f64 ulps of the row's magnitude; certify() bounds the difference).
+/// Preconditions: shape.valid(), vector sizes match the shape (else reference_error).
+[[nodiscard]] attention_outputs attention_f64(const attention_inputs& in, const attention_options& opt = {});
+
+/// Whether key j is visible to query i under the options' mask.
+[[nodiscard]] inline bool visible(const attention_shape& s, bool causal, std::size_t i, std::size_t j) noexcept {
+  return !causal || j + s.seq_q <= i + s.seq_k;
+}
+
+/// The difference between an f64 reference and a recomputation in binary floating point with
+/// `digits10` ≥ 50 decimal digits (Boost.Multiprecision cpp_bin_float, exp/log correctly rounded to
+/// that precision), per output tensor. The multiprecision result is within ~1e-45 relative of the
+/// exact real value, so `max_abs` bounds the f64 reference's true error up to that amount (added
+/// to `bound`).
+struct certificate_entry {
+  std::string tensor;          ///< "o", "lse", "delta", "dq", "dk", "dv"
+  std::size_t count = 0;       ///< finite elements compared
+  double max_abs = 0;          ///< max |f64 − multiprecision|
+  double max_rel_row = 0;      ///< max over rows of max |f64 − mp| / max |mp| in the row (0 for zero rows)
+  double bound = 0;            ///< certified bound on |f64 − exact|: max_abs + the multiprecision error
+};
+
+struct certificate {
+  int digits10 = 0;
+  std::vector<certificate_entry> entries;
+  /// Largest per-row relative bound over all tensors.
+  [[nodiscard]] double max_rel_row() const noexcept;
+};
+
+/// Largest problem certify() accepts: batch·heads·seq_q·seq_k·max(dim, dim_v) ≤ this (seconds of work).
+inline constexpr std::size_t max_certified_work = std::size_t{1} << 22;
+
+/// Recomputes `in` with ~60 decimal digits and compares with `ref` (as returned by attention_f64 for
+/// the same inputs and options, or any other claimed reference of that shape). Throws
+/// reference_error when the problem is larger than max_certified_work or sizes disagree.
+[[nodiscard]] certificate certify(const attention_inputs& in, const attention_outputs& ref,
+                                  const attention_options& opt = {});
+
+}  // namespace tiebreak::reference

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file Tests of the dump readers: safetensors parsing, exact decoding of bf16/f16/f32, both
+/// layouts, .npy folders, and the bad-input matrix (each error names the tensor and the problem).
+#include "audit_fixtures.hpp"
+
+#include <tiebreak/audit/inputs.hpp>
+#include <tiebreak/io/safetensors.hpp>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+namespace {
+
+namespace audit = tiebreak::audit;
+namespace io = tiebreak::io;
+namespace ref = tiebreak::reference;
+using namespace tiebreak::test;
+using testing::HasSubstr;
+
+audit::kernel_dump small_dump(bool with_grads = false) {
+  const ref::attention_shape s{2, 4, 2, 5, 6, 3, 4};
+  auto in = make_problem(s, 17, 0.0, with_grads);
+  auto d = emulate_kernel(in, false, [](std::size_t, std::size_t) { return tiebreak::round_mode::rne; });
+  if (with_grads) {
+    const auto g = ref::attention_f64(in);
+    auto bf = [](std::vector<double> x) {
+      for (double& e : x) e = round_to(tiebreak::formats::bf16, e, tiebreak::round_mode::rne);
+      return x;
+    };
+    d.dq = bf(g.dq);
+    d.dk = bf(g.dk);
+    d.dv = bf(g.dv);
+    d.lse.assign(g.lse.begin(), g.lse.end());
+    for (double& e : d.lse) e = round_to(tiebreak::formats::f32, e, tiebreak::round_mode::rne);
+  }
+  return d;
+}
+
+void write_bytes(const std::filesystem::path& p, const std::vector<std::byte>& b) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+std::vector<std::byte> read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> b(c.size());
+  std::memcpy(b.data(), c.data(), c.size());
+  return b;
+}
+/// A safetensors file with the given header text and `data_bytes` zero bytes of data.
+std::vector<std::byte> raw_st(const std::string& header, std::size_t data_bytes) {
+  std::vector<std::byte> out(8 + header.size() + data_bytes);
+  for (int i = 0; i < 8; ++i) out[i] = std::byte{static_cast<unsigned char>((header.size() >> (8 * i)) & 0xff)};
+  std::memcpy(out.data() + 8, header.data(), header.size());
+  return out;
+}
+
+std::string load_error(const std::filesystem::path& p, audit::layout L = audit::layout::bhsd) {
+  try {
+    audit::load_options o;
+    o.tensor_layout = L;
+    (void)audit::load_kernel_dump(p, o);
+  } catch (const audit::input_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(AuditInputs, SafetensorsRoundTripEveryDtypeAndLayout) {
+  const auto dir = temp_dir("st_roundtrip");
+  const auto d = small_dump(true);
+  for (bool bshd : {false, true}) {
+    for (auto dt : {io::st_dtype::bf16, io::st_dtype::f32}) {
+      SCOPED_TRACE(testing::Message() << "bshd " << bshd << " dtype " << io::st_dtype_name(dt));
+      const auto path = dir / "dump.safetensors";
+      write_dump_safetensors(path, d, bshd, dt);
+      audit::load_options o;
+      o.tensor_layout = bshd ? audit::layout::bshd : audit::layout::bhsd;
+      const auto r = audit::load_kernel_dump(path, o);
+      EXPECT_EQ(r.container, "safetensors");
+      EXPECT_EQ(r.inputs.shape.batch, 2u);
+      EXPECT_EQ(r.inputs.shape.heads, 4u);
+      EXPECT_EQ(r.inputs.shape.kv_heads, 2u);
+      EXPECT_EQ(r.inputs.shape.seq_q, 5u);
+      EXPECT_EQ(r.inputs.shape.seq_k, 6u);
+      EXPECT_EQ(r.inputs.shape.dim, 3u);
+      EXPECT_EQ(r.inputs.shape.dim_v, 4u);
+      EXPECT_EQ(r.inputs.q, d.inputs.q);
+      EXPECT_EQ(r.inputs.k, d.inputs.k);
+      EXPECT_EQ(r.inputs.v, d.inputs.v);
+      EXPECT_EQ(r.inputs.d_o, d.inputs.d_o);
+      EXPECT_EQ(r.o, d.o);
+      EXPECT_EQ(r.dq, d.dq);
+      EXPECT_EQ(r.dk, d.dk);
+      EXPECT_EQ(r.dv, d.dv);
+      EXPECT_EQ(r.lse, d.lse);
+      // f32 storage of bf16 values is recognised as bf16 output.
+      EXPECT_EQ(r.info("o")->format.name, "bf16");
+      EXPECT_EQ(r.info("o")->dtype, dt == io::st_dtype::bf16 ? "bf16" : "f32");
+      EXPECT_EQ(r.info("lse")->format.name, "f32");
+    }
+  }
+}
+
+TEST(AuditInputs, F16AndNonFiniteValuesDecodeExactly) {
+  const auto dir = temp_dir("st_f16");
+  auto d = small_dump();
+  d.o[0] = NAN;
+  d.o[5] = INFINITY;
+  d.inputs.v[2] = -INFINITY;
+  d.o[1] = 0x1p-24;  // smallest f16 subnormal
+  write_dump_safetensors(dir / "a.safetensors", d, false, io::st_dtype::f16);
+  const auto r = audit::load_kernel_dump(dir / "a.safetensors");
+  EXPECT_TRUE(std::isnan(r.o[0]));
+  EXPECT_EQ(r.o[5], INFINITY);
+  EXPECT_EQ(r.o[1], 0x1p-24);
+  EXPECT_EQ(r.inputs.v[2], -INFINITY);
+  EXPECT_EQ(r.info("o")->nonfinite, 2u);
+  EXPECT_EQ(r.info("v")->nonfinite, 1u);
+  EXPECT_EQ(r.info("q")->nonfinite, 0u);
+  EXPECT_EQ(r.info("o")->format.name, "f16");
+}
+
+TEST(AuditInputs, NpyFolderBothLayouts) {
+  const auto d = small_dump(true);
+  for (bool bshd : {false, true}) {
+    const auto dir = temp_dir(bshd ? "npy_bshd" : "npy_bhsd");
+    write_dump_npy(dir, d, bshd);
+    audit::load_options o;
+    o.tensor_layout = bshd ? audit::layout::bshd : audit::layout::bhsd;
+    const auto r = audit::load_kernel_dump(dir, o);
+    EXPECT_EQ(r.container, "npy");
+    EXPECT_EQ(r.inputs.q, d.inputs.q);
+    EXPECT_EQ(r.inputs.v, d.inputs.v);
+    EXPECT_EQ(r.o, d.o);
+    EXPECT_EQ(r.dk, d.dk);
+    EXPECT_EQ(r.lse, d.lse);
+    EXPECT_EQ(r.info("o")->format.name, "bf16");
+    EXPECT_EQ(r.info("o")->dtype, "f32");
+  }
+  // An explicit output format wins; genuine f32 values stay f32.
+  const auto dir = temp_dir("npy_f32");
+  auto e = small_dump();
+  e.o[3] = 1.0 + 0x1p-20;
+  write_dump_npy(dir, e, false);
+  EXPECT_EQ(audit::load_kernel_dump(dir).info("o")->format.name, "f32");
+  audit::load_options o;
+  o.value_format = tiebreak::formats::bf16;
+  EXPECT_EQ(audit::load_kernel_dump(dir, o).info("o")->format.name, "bf16");
+}
+
+TEST(AuditInputs, SafetensorsHeaderIsBoundsChecked) {
+  auto err = [](const std::vector<std::byte>& b) {
+    try {
+      (void)io::parse_safetensors(b, "x.st");
+    } catch (const io::safetensors_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(err({}), HasSubstr("truncated file"));
+  auto huge = raw_st("{}", 0);
+  huge[7] = std::byte{0x7f};
+  EXPECT_THAT(err(huge), HasSubstr("exceeds the 100 MB limit"));
+  auto longer = raw_st("{}", 0);
+  longer[0] = std::byte{50};
+  EXPECT_THAT(err(longer), HasSubstr("truncated file: header says 50 bytes"));
+  EXPECT_THAT(err(raw_st("{\"q\": [1,", 0)), HasSubstr("not valid JSON"));
+  EXPECT_THAT(err(raw_st("[1, 2]", 0)), HasSubstr("not a JSON object"));
+  EXPECT_THAT(err(raw_st(R"({"q": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 4)),
+              HasSubstr("tensor 'q': data_offsets [0, 8] out of range"));
+  EXPECT_THAT(err(raw_st(R"({"q": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 8)),
+              HasSubstr("tensor 'q': shape needs 12 bytes of F32, data_offsets hold 8"));
+  EXPECT_THAT(err(raw_st(R"({"q": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})", 8)),
+              HasSubstr("tensor 'q': data_offsets begin 8 > end 0"));
+  EXPECT_THAT(err(raw_st(R"({"q": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", 8)),
+              HasSubstr("tensor 'q': shape entries must be non-negative integers"));
+  EXPECT_THAT(err(raw_st(R"({"q": {"dtype": "F32", "shape": [4294967296, 4294967296, 4294967296], "data_offsets": [0, 8]}})", 8)),
+              HasSubstr("tensor 'q': shape overflows"));
+  EXPECT_THAT(err(raw_st(R"({"k": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 8]}})", 8)),
+              HasSubstr("tensor 'k': unknown dtype 'Q4'"));
+  EXPECT_THAT(err(raw_st(R"({"k": {"shape": [2], "data_offsets": [0, 8]}})", 8)), HasSubstr("tensor 'k': missing"));
+  EXPECT_THAT(err(raw_st(R"({"__metadata__": 3})", 0)), HasSubstr("__metadata__"));
+  EXPECT_EQ(err(raw_st(R"({"__metadata__": {"a": "b"}, "q": {"dtype": "BF16", "shape": [2, 0], "data_offsets": [0, 0]}})", 0)),
+            "no error");
+}
+
+// The bad-input matrix of the loader: each message names the tensor and the problem.
+TEST(AuditInputs, BadInputMatrix) {
+  const auto dir = temp_dir("bad");
+  const auto d = small_dump(true);
+  const auto good = dir / "good.safetensors";
+  write_dump_safetensors(good, d, false);
+  const auto bytes = read_bytes(good);
+
+  EXPECT_THAT(load_error(dir / "absent.safetensors"), HasSubstr("no such file"));
+  // Truncated: the data section is cut.
+  write_bytes(dir / "cut.safetensors", std::vector<std::byte>(bytes.begin(), bytes.end() - 10));
+  EXPECT_THAT(load_error(dir / "cut.safetensors"), HasSubstr("out of range (truncated file?"));
+  // Truncated inside the header.
+  write_bytes(dir / "cut2.safetensors", std::vector<std::byte>(bytes.begin(), bytes.begin() + 40));
+  EXPECT_THAT(load_error(dir / "cut2.safetensors"), HasSubstr("truncated file: header says"));
+
+  auto with = [&](const std::string& name, auto edit) {
+    auto t = dump_tensors(d, false);
+    edit(t);
+    std::map<std::string, io::st_tensor_data> st;
+    for (auto& [n, nt] : t) st[n] = {io::st_dtype::f32, nt.shape, encode_as(tiebreak::formats::f32, nt.values)};
+    const auto p = dir / (name + ".safetensors");
+    io::write_safetensors(p, st);
+    return load_error(p);
+  };
+  using T = std::map<std::string, named_tensor>;
+  EXPECT_THAT(with("no_v", [](T& t) { t.erase("v"); }), HasSubstr("missing tensor 'v'"));
+  EXPECT_THAT(with("no_o", [](T& t) { t.erase("o"); }), HasSubstr("missing tensor 'o'"));
+  EXPECT_THAT(with("rank3", [](T& t) { t["q"].shape = {2, 4, 15}; }),
+              HasSubstr("tensor 'q' has shape [2, 4, 15], expected 4 dimensions"));
+  EXPECT_THAT(with("kdim", [](T& t) {
+                t["k"].shape = {2, 2, 3, 6};
+              }),
+              HasSubstr("tensor 'k' [2, 2, 3, 6] has dim 6, q has 3"));
+  EXPECT_THAT(with("oseq", [](T& t) { t["o"].shape = {2, 4, 4, 5}; }), HasSubstr("shape mismatch: tensor 'o'"));
+  EXPECT_THAT(with("kvheads", [](T& t) {
+                t["k"].shape = {2, 3, 4, 3};
+                t["v"].shape = {2, 3, 4, 4};
+                t["dk"].shape = {2, 3, 4, 3};
+                t["dv"].shape = {2, 3, 4, 4};
+              }),
+              HasSubstr("3 key/value heads, which do not divide q's 4 heads"));
+  EXPECT_THAT(with("dq_no_do", [](T& t) { t.erase("do"); }), HasSubstr("tensor 'dq' needs the upstream gradient 'do'"));
+  EXPECT_THAT(with("dk_shape", [](T& t) { t["dk"].shape = {2, 2, 3, 6}; }),
+              HasSubstr("tensor 'dk' [2, 2, 3, 6] must have the shape of 'k'"));
+  EXPECT_THAT(with("lse_shape", [](T& t) { t["lse"].shape = {2, 20}; }), HasSubstr("tensor 'lse' [2, 20] must be [batch, heads, seq_q]"));
+  EXPECT_THAT(with("empty", [](T& t) {
+                t["q"].shape = {2, 4, 0, 3};
+                t["q"].values.clear();
+              }),
+              HasSubstr("tensor 'q' has an empty dimension"));
+  // A tensor of an unsupported dtype.
+  {
+    std::map<std::string, io::st_tensor_data> st;
+    for (auto& [n, nt] : dump_tensors(d, false)) st[n] = {io::st_dtype::f32, nt.shape, encode_as(tiebreak::formats::f32, nt.values)};
+    st["k"].dtype = io::st_dtype::i32;
+    io::write_safetensors(dir / "int.safetensors", st);
+    EXPECT_THAT(load_error(dir / "int.safetensors"), HasSubstr("tensor 'k': dtype I32 is not supported"));
+  }
+  // Huge sequence: seq_q · seq_k beyond 2^28 scores per head (small files: dim 1, f16).
+  {
+    std::map<std::string, io::st_tensor_data> st;
+    const std::size_t sq = std::size_t{1} << 15, sk = std::size_t{1} << 14;
+    st["q"] = {io::st_dtype::f16, {1, 1, sq, 1}, std::vector<std::byte>(sq * 2)};
+    st["o"] = {io::st_dtype::f16, {1, 1, sq, 1}, std::vector<std::byte>(sq * 2)};
+    st["k"] = {io::st_dtype::f16, {1, 1, sk, 1}, std::vector<std::byte>(sk * 2)};
+    st["v"] = {io::st_dtype::f16, {1, 1, sk, 1}, std::vector<std::byte>(sk * 2)};
+    io::write_safetensors(dir / "huge.safetensors", st);
+    EXPECT_THAT(load_error(dir / "huge.safetensors"), HasSubstr("too large for the host reference"));
+  }
+}
+
+TEST(AuditInputs, NpyBadInputs) {
+  const auto d = small_dump();
+  const auto dir = temp_dir("npy_bad");
+  write_dump_npy(dir, d, false);
+  std::filesystem::remove(dir / "k.npy");
+  EXPECT_THAT(load_error(dir), HasSubstr("missing tensor 'k' (no k.npy in the folder)"));
+  write_dump_npy(dir, d, false);
+  // Truncated data.
+  auto b = read_bytes(dir / "v.npy");
+  b.resize(b.size() - 4);
+  write_bytes(dir / "v.npy", b);
+  EXPECT_THAT(load_error(dir), HasSubstr("truncated file: tensor 'v'"));
+  // Integer dtype.
+  write_dump_npy(dir, d, false);
+  b = read_bytes(dir / "q.npy");
+  const std::string text(reinterpret_cast<const char*>(b.data()), 64);
+  const auto pos = text.find("<f4");
+  ASSERT_NE(pos, std::string::npos);
+  b[pos + 1] = std::byte{'i'};
+  write_bytes(dir / "q.npy", b);
+  EXPECT_THAT(load_error(dir), HasSubstr("tensor 'q': dtype i4 is not supported"));
+  // Not a .npy file at all.
+  write_bytes(dir / "q.npy", std::vector<std::byte>(100, std::byte{'x'}));
+  EXPECT_THAT(load_error(dir), testing::AllOf(HasSubstr("bad magic"), HasSubstr("tensor 'q'")));
+}
+
+}  // namespace
