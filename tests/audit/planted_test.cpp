@@ -140,6 +140,36 @@ TEST(AuditPlanted, TieRowStatistics) {
   EXPECT_DOUBLE_EQ(r2.heads[0].v_sign_skew[1], 1.0);
 }
 
+// A kernel biased only in rows whose maximum repeats (the mechanism's trigger): the error conditioned
+// on tie rows shows the bias, the error on the other rows does not.
+TEST(AuditPlanted, BiasConditionedOnTieRows) {
+  const ref::attention_shape s{1, 2, 2, 128, 64, 32, 32};
+  auto in = make_problem(s, 88, 0.0);
+  for (std::size_t h = 0; h < 2; ++h) {
+    for (std::size_t i = 0; i < 64; ++i)  // rows 0..63 align with keys 0 and 1: a repeated maximum
+      for (std::size_t d = 0; d < 32; ++d) in.q[(h * 128 + i) * 32 + d] = d == 0 ? 1.0 : 0.0;
+    for (std::size_t j = 0; j < 64; ++j) in.k[(h * 64 + j) * 32] = j < 2 ? 16.0 : 0.5;
+  }
+  const auto rne = emulate_kernel(in, false, [](std::size_t, std::size_t) { return round_mode::rne; });
+  const auto rz = emulate_kernel(in, false, [](std::size_t, std::size_t) { return round_mode::rz; });
+  auto dump = rne;
+  for (std::size_t i = 0; i < 64; ++i)  // head 0: tie rows toward zero
+    for (std::size_t e = 0; e < 32; ++e) dump.o[i * 32 + e] = rz.o[i * 32 + e];
+  const auto r = audit::run_audit(dump);
+  const auto& h0 = r.heads[0];
+  EXPECT_EQ(h0.tie_rows, 64u);
+  EXPECT_EQ(h0.o_tie_directed.moments.n, 64u);
+  EXPECT_TRUE(h0.o_tie_directed.biased);
+  EXPECT_LT(h0.o_tie_directed.t.mean, -0.1);
+  EXPECT_FALSE(h0.o_rest_directed.significant);
+  EXPECT_LT(std::abs(h0.o_rest_directed.t.mean), 0.05);
+  EXPECT_TRUE(h0.biased);  // half the rows at about −0.3 ulp: the head mean is still past 0.05
+  const auto& h1 = r.heads[1];
+  EXPECT_EQ(h1.tie_rows, 64u);
+  EXPECT_FALSE(h1.o_tie_directed.biased);
+  EXPECT_FALSE(h1.biased);
+}
+
 // delta error: with O > 0 and dO > 0, rounding toward zero lowers every δ: the delta test is biased
 // (negative) in the planted heads only, and the per-head sum Σ e_δ is negative there.
 TEST(AuditPlanted, DeltaErrorFollowsThePlantedBias) {
