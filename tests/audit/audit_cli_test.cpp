@@ -108,6 +108,24 @@ TEST(AuditCli, SafetensorsBshdWithGradients) {
   EXPECT_THAT(r.err, HasSubstr("certified"));
 }
 
+// --scale reaches the reference: a kernel run with scale 0.3 is unbiased when audited with 0.3 and
+// wildly off with the default 1/sqrt(32).
+TEST(AuditCli, ScaleOption) {
+  const auto dir = temp_dir("cli_scale");
+  const ref::attention_shape s{1, 2, 2, 32, 32, 32, 32};
+  const auto d = emulate_kernel(make_problem(s, 12), false, [](std::size_t, std::size_t) { return round_mode::rne; }, 0.3);
+  write_dump_safetensors(dir / "d.safetensors", d, false);
+  const auto good = run_cli({"audit", (dir / "d.safetensors").string(), "--scale", "0.3", "--json", "-q"});
+  ASSERT_EQ(good.exit_code, 0) << good.err;
+  const auto jg = nlohmann::json::parse(good.out);
+  EXPECT_DOUBLE_EQ(jg["scale"].get<double>(), 0.3);
+  EXPECT_EQ(jg["summary"]["heads_biased"], 0);
+  EXPECT_LE(jg["heads"][0]["o"]["max_abs_error_ulps"].get<double>(), 0.5 + 1e-9);
+  const auto bad = run_cli({"audit", (dir / "d.safetensors").string(), "--json", "-q"});
+  ASSERT_EQ(bad.exit_code, 0) << bad.err;
+  EXPECT_GT(nlohmann::json::parse(bad.out)["heads"][0]["o"]["max_abs_error_ulps"].get<double>(), 10);
+}
+
 // NaN/Inf in the kernel's output: counted and reported, the run succeeds.
 TEST(AuditCli, NonFiniteValuesAreReportedNotFatal) {
   const auto dir = temp_dir("cli_nan");

@@ -19,6 +19,7 @@
 #include <map>
 #include <numbers>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -103,12 +104,14 @@ inline std::vector<double> naive_o(const reference::attention_inputs& in, bool c
 
 /// An emulated kernel: O computed in f64 from the (bf16) inputs, then rounded to bf16 by the core
 /// with mode(batch, head) (rz plants a magnitude bias, rne is unbiased).
+/// `scale` 0 means 1/sqrt(dim).
 inline audit::kernel_dump emulate_kernel(const reference::attention_inputs& in, bool causal,
-                                         const std::function<round_mode(std::size_t, std::size_t)>& mode) {
+                                         const std::function<round_mode(std::size_t, std::size_t)>& mode,
+                                         double scale = 0) {
   const auto& s = in.shape;
   audit::kernel_dump d;
   d.inputs = in;
-  d.o = naive_o(in, causal, 1.0 / std::sqrt(static_cast<double>(s.dim)));
+  d.o = naive_o(in, causal, scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(s.dim)));
   for (std::size_t b = 0; b < s.batch; ++b)
     for (std::size_t h = 0; h < s.heads; ++h) {
       const round_mode m = mode(b, h);
@@ -198,13 +201,29 @@ inline void write_dump_npy(const std::filesystem::path& dir, const audit::kernel
   }
 }
 
-/// A fresh empty temporary directory.
-inline std::filesystem::path temp_dir(const std::string& tag) {
-  const auto p = std::filesystem::temp_directory_path() /
-                 ("tiebreak_audit_" + tag + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(p);
-  std::filesystem::create_directories(p);
-  return p;
+/// A fresh empty temporary directory, removed with everything in it when the object dies.
+class scoped_dir {
+ public:
+  explicit scoped_dir(std::filesystem::path p) : path_(std::move(p)) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  scoped_dir(const scoped_dir&) = delete;
+  scoped_dir& operator=(const scoped_dir&) = delete;
+  ~scoped_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  operator const std::filesystem::path&() const noexcept { return path_; }
+  friend std::filesystem::path operator/(const scoped_dir& d, const std::string& name) { return d.path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline scoped_dir temp_dir(const std::string& tag) {
+  return scoped_dir(std::filesystem::temp_directory_path() /
+                    ("tiebreak_audit_" + tag + "_" + std::to_string(::getpid())));
 }
 
 }  // namespace tiebreak::test
