@@ -64,7 +64,7 @@ endfunction()
 
 function(_tiebreak_install_rules)
   # Component name -> target. Order matters: a component only needs those before it.
-  set(all_components core host analysis gpu testing)
+  set(all_components core host analysis audit gpu testing)
   set_property(TARGET tiebreak_numerics_flags PROPERTY TIEBREAK_COMPONENT core)
   foreach(comp IN LISTS all_components)
     if(TARGET tiebreak_${comp})
