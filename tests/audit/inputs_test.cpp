@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -258,6 +259,31 @@ TEST(AuditInputs, BadInputMatrix) {
     io::write_safetensors(dir / "huge.safetensors", st);
     EXPECT_THAT(load_error(dir / "huge.safetensors"), HasSubstr("too large for the host reference"));
   }
+}
+
+// Big-endian .npy files (descr '>f4', '>f2') decode to the same values.
+TEST(AuditInputs, NpyBigEndian) {
+  const auto d = small_dump();
+  const auto dir = temp_dir("npy_be");
+  write_dump_npy(dir, d, false);
+  const auto little = audit::load_kernel_dump(dir);
+  for (const char* name : {"q", "k", "v", "o"}) {
+    auto b = read_bytes(dir / (std::string(name) + ".npy"));
+    const std::string text(reinterpret_cast<const char*>(b.data()), 64);
+    const auto pos = text.find("'<f4'");
+    ASSERT_NE(pos, std::string::npos);
+    b[pos + 1] = std::byte{'>'};
+    ASSERT_EQ(static_cast<int>(b[6]), 1);  // format 1.0: 2-byte header length at offset 8
+    const std::size_t data = 10 + (static_cast<std::size_t>(b[8]) | static_cast<std::size_t>(b[9]) << 8);
+    for (std::size_t i = data; i + 4 <= b.size(); i += 4) std::reverse(b.begin() + static_cast<long>(i), b.begin() + static_cast<long>(i) + 4);
+    write_bytes(dir / (std::string(name) + ".npy"), b);
+  }
+  const auto big = audit::load_kernel_dump(dir);
+  EXPECT_EQ(big.inputs.q, little.inputs.q);
+  EXPECT_EQ(big.inputs.k, little.inputs.k);
+  EXPECT_EQ(big.inputs.v, little.inputs.v);
+  EXPECT_EQ(big.o, little.o);
+  EXPECT_EQ(big.o, d.o);
 }
 
 TEST(AuditInputs, NpyBadInputs) {

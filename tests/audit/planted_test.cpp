@@ -187,6 +187,21 @@ TEST(AuditPlanted, DeltaErrorFollowsThePlantedBias) {
   }
 }
 
+// The whole audit is deterministic: one thread or several, the same numbers bit for bit.
+TEST(AuditPlanted, DeterministicAcrossThreadCounts) {
+  const ref::attention_shape s{2, 4, 2, 48, 48, 16, 16};
+  const auto in = make_problem(s, 61, 0.5, true);
+  const auto dump = emulate_kernel(in, true, [](std::size_t, std::size_t h) { return h == 2 ? round_mode::rz : round_mode::rne; });
+  audit::audit_options one, many;
+  one.causal = many.causal = true;
+  one.threads = 1;
+  many.threads = 3;
+  auto a = audit::to_json(audit::run_audit(dump, one)), b = audit::to_json(audit::run_audit(dump, many));
+  a.erase("timing_s");
+  b.erase("timing_s");
+  EXPECT_EQ(a, b);
+}
+
 // NaN/Inf: counted, their rows excluded, the verdict unchanged; never an exception.
 TEST(AuditPlanted, NonFiniteRowsAreExcludedAndCounted) {
   const ref::attention_shape s{1, 2, 2, 64, 64, 32, 32};
