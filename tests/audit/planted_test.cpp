@@ -78,9 +78,10 @@ TEST(AuditPlanted, DirectionOfOtherModes) {
 }
 
 // Unbiased kernels (rne everywhere) over 20 seeds × 8 heads: the verdict flags none (the effect
-// threshold makes a false flag need |mean| ≥ 0.05 ulp, at least 9 standard errors here: se ≤ 0.0055 ulp). The t test
-// alone is calibrated: at level 0.05 it rejects in about 5 % of heads (measured 6/160 = 3.8 % for
-// the signed and 10/160 = 6.3 % for the directed statistic with these seeds).
+// threshold makes a false flag need |mean| ≥ 0.05 ulp, at least 9 standard errors here: every
+// se ≤ 0.0055 ulp). The t test alone is calibrated: at level 0.05 it rejects in about 5 % of heads
+// (measured 6/160 = 3.8 % for the signed and 10/160 = 6.3 % for the directed statistic with these
+// seeds).
 TEST(AuditPlanted, UnbiasedKernelsAreFlaggedNowhere) {
   std::size_t heads = 0, flagged_heads = 0, sig_signed = 0, sig_directed = 0;
   double max_se = 0;
