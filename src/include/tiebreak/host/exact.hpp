@@ -30,11 +30,15 @@ class parse_error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-/// Largest accepted decimal exponent magnitude of a parsed decimal (|leading digit exponent|), and
-/// largest binary exponent magnitude of a parsed hex float. Beyond them the exact reference would cost
-/// megabits; every format overflows or underflows long before (f64 spans 10^-324 .. 10^308).
-inline constexpr long max_decimal_exponent = 100000;
-inline constexpr long max_binary_exponent = 400000;
+/// Largest accepted decimal exponent magnitude of a parsed decimal (|leading digit exponent|),
+/// largest binary exponent magnitude of a parsed hex float, and most significant digits of either.
+/// Every format overflows or underflows long before (f64 spans 10^-324 .. 10^308, 2^-1074 .. 2^1024).
+/// The limits keep the exact reference of one value (parse, round, error, exact text) well under a
+/// second: at the former limits (10^±100000, 2^±400000) one `tiebreak round` took 4 to 37 s, found
+/// by tests/fuzz (docs/fuzzing.md).
+inline constexpr long max_decimal_exponent = 10000;
+inline constexpr long max_binary_exponent = 40000;
+inline constexpr long max_significant_digits = 10000;
 
 /// A number read exactly from text or from an encoding.
 ///
@@ -52,11 +56,13 @@ struct exact_number {
 
 /// Parses a decimal: `[+-]digits[.digits][(e|E)[+-]digits]` (at least one digit in the mantissa)
 /// or, case-insensitively, `[+-]nan`, `[+-]inf`, `[+-]infinity`. The value N * 10^E is kept exactly.
-/// Throws parse_error for anything else and for decimal exponents beyond max_decimal_exponent.
+/// Throws parse_error for anything else, for decimal exponents beyond max_decimal_exponent and for
+/// more than max_significant_digits digits (leading and trailing zeros not counted).
 [[nodiscard]] exact_number parse_decimal(std::string_view text);
 
 /// Parses a C99 hex float `[+-]0x hexdigits[.hexdigits][(p|P)[+-]digits]` (any number of hex digits;
-/// the binary exponent is optional) exactly, never through strtod. Throws parse_error otherwise.
+/// the binary exponent is optional) exactly, never through strtod. Throws parse_error otherwise, and
+/// for binary exponents beyond max_binary_exponent or more than max_significant_digits hex digits.
 [[nodiscard]] exact_number parse_hex(std::string_view text);
 
 /// Parses a decimal, a hex float or a special (nan, inf): dispatches on the "0x" prefix.

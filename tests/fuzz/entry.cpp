@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file Fuzz entry points: the real readers and parsers, their documented errors caught, invariants checked.
+#include "entry.hpp"
+
+#include <tiebreak/audit/inputs.hpp>
+#include <tiebreak/fp/format.hpp>
+#include <tiebreak/fp/policy.hpp>
+#include <tiebreak/fp/round.hpp>
+#include <tiebreak/fp/value.hpp>
+#include <tiebreak/host/exact.hpp>
+#include <tiebreak/io/npy.hpp>
+#include <tiebreak/io/safetensors.hpp>
+
+#include "../../src/cli/common.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <unistd.h>
+
+namespace tiebreak::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw fuzz_invariant_error(what);
+}
+
+/// A private scratch folder for the file-based readers, removed at exit. Under /dev/shm when it
+/// exists (no disk writes at tens of thousands of inputs per second).
+const fs::path& scratch() {
+  static const struct holder {
+    fs::path dir;
+    holder() {
+      std::error_code ec;
+      const fs::path base = fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
+      dir = base / ("tiebreak-fuzz-" + std::to_string(::getpid()));
+      fs::create_directories(dir);
+    }
+    ~holder() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } h;
+  return h.dir;
+}
+
+void write_file(const fs::path& p, const std::uint8_t* data, std::size_t size) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  out.close();
+  check(static_cast<bool>(out), "cannot write scratch file " + p.string());
+}
+
+template <class T>
+void npy_as(std::span<const std::byte> bytes, const io::npy_header& h) {
+  try {
+    const io::npy_array<T> a = io::parse_npy<T>(bytes, "fuzz.npy");
+    check(a.shape == h.shape, "parse_npy: shape differs from the header's");
+    check(a.data.size() == h.element_count(), "parse_npy: element count differs from the shape's");
+    check(bytes.size() - h.data_offset == a.data.size() * io::npy_item_size(h.dtype),
+          "parse_npy: accepted a data size that disagrees with the shape");
+  } catch (const io::npy_error&) {
+  }
+}
+
+void check_dump(const audit::kernel_dump& d) {
+  const auto& s = d.inputs.shape;
+  check(d.inputs.q.size() == s.q_size() && d.inputs.k.size() == s.k_size() && d.inputs.v.size() == s.v_size(),
+        "load_kernel_dump: q/k/v sizes disagree with the shape");
+  check(d.o.size() == s.o_size(), "load_kernel_dump: o size disagrees with the shape");
+}
+
+}  // namespace
+
+void npy_one_input(const std::uint8_t* data, std::size_t size) {
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
+  io::npy_header h;
+  try {
+    h = io::parse_npy_header(bytes, "fuzz.npy");
+  } catch (const io::npy_error&) {
+    // parse_npy must reject what the header parser rejects.
+    bool accepted = true;
+    try {
+      (void)io::parse_npy<double>(bytes, "fuzz.npy");
+    } catch (const io::npy_error&) {
+      accepted = false;
+    }
+    check(!accepted, "parse_npy accepted a file whose header parse_npy_header rejects");
+    return;
+  }
+  check(h.data_offset <= size, "parse_npy_header: data offset beyond the file");
+  npy_as<float>(bytes, h);
+  npy_as<double>(bytes, h);
+  // The audit reads .npy folders through its own mmap path: give it the input as all four tensors.
+  const fs::path dir = scratch() / "npy";
+  fs::create_directories(dir);
+  for (const char* n : {"q", "k", "v", "o"}) write_file(dir / (std::string(n) + ".npy"), data, size);
+  try {
+    check_dump(audit::load_kernel_dump(dir));
+  } catch (const audit::input_error&) {
+  }
+}
+
+void safetensors_one_input(const std::uint8_t* data, std::size_t size) {
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
+  try {
+    const auto tensors = io::parse_safetensors(bytes, "fuzz.safetensors");
+    for (const auto& [name, t] : tensors) {
+      check(t.data.size() == t.element_count() * io::st_item_size(t.dtype),
+            "parse_safetensors: tensor '" + name + "' byte count disagrees with its shape");
+      check(t.data.empty() || (t.data.data() >= bytes.data() && t.data.data() + t.data.size() <= bytes.data() + size),
+            "parse_safetensors: tensor '" + name + "' points outside the input");
+    }
+  } catch (const io::safetensors_error&) {
+    return;
+  }
+  const fs::path file = scratch() / "fuzz.safetensors";
+  write_file(file, data, size);
+  for (const audit::layout L : {audit::layout::bhsd, audit::layout::bshd}) {
+    try {
+      audit::load_options o;
+      o.tensor_layout = L;
+      check_dump(audit::load_kernel_dump(file, o));
+    } catch (const audit::input_error&) {
+    }
+  }
+}
+
+void number_one_input(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return;
+  constexpr format_id ids[] = {format_id::f64, format_id::f32, format_id::tf32, format_id::bf16,
+                               format_id::f16, format_id::e4m3, format_id::e5m2};
+  const format_desc from = desc_of(ids[data[0] % 7]);
+  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  host::exact_number x;
+  try {
+    x = cli::parse_value(text, from);
+  } catch (const host::parse_error&) {
+    return;
+  }
+  // What `tiebreak round` does with every value: round once into each format, compare, print.
+  for (const format_id id : ids) {
+    const format_desc to = desc_of(id);
+    for (const round_mode m : {round_mode::rne, round_mode::rz, round_mode::sr}) {
+      convert_options conv;
+      conv.saturate = m == round_mode::rz;
+      const round_result r = round_pack(to, x.window, rounding{m, 0x9e3779b9u}, conv);
+      const cli::error_report e = cli::compare(to, r, x);
+      nlohmann::json j;
+      cli::put_error(j, e);
+      (void)cli::error_text(e);
+      (void)cli::value_text_with_hex(to, r.bits);
+    }
+  }
+  const std::string dec = host::to_decimal_string(x);
+  if (x.cls != value_class::finite) return;
+  // Exact decimal text parses back, when it is within the parser's digit limit (2^-40000 has 27960).
+  if (dec.size() <= static_cast<std::size_t>(host::max_significant_digits)) {
+    const host::exact_number back = host::parse_decimal(dec);
+    check(back.value == x.value, "exact decimal text '" + dec.substr(0, 80) + "' does not parse back to the value");
+  }
+  if (host::is_dyadic(x.value)) {
+    const std::string hex = host::to_hex_string(x.value);
+    check(host::parse_hex(hex).value == x.value, "exact hex text '" + hex.substr(0, 80) + "' does not parse back");
+  }
+}
+
+}  // namespace tiebreak::fuzz

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file Fuzz entry points shared by the libFuzzer targets and the regression test (one per parser).
+///
+/// Each entry point feeds one input to the real library functions. The documented error type of
+/// the parser (io::npy_error, io::safetensors_error, audit::input_error, host::parse_error) is the
+/// expected outcome for bad input and is caught here; anything else escapes: a crash, a sanitizer
+/// report, another exception, or a broken invariant (thrown as fuzz_invariant_error).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+
+namespace tiebreak::fuzz {
+
+/// A parser accepted an input but returned something inconsistent with it (a bug).
+class fuzz_invariant_error : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+/// .npy: parse_npy_header, parse_npy<float>, parse_npy<double>; an input whose header parses is
+/// also written as q/k/v/o.npy of a folder and read by audit::load_kernel_dump (mmap path).
+void npy_one_input(const std::uint8_t* data, std::size_t size);
+
+/// safetensors: parse_safetensors (its JSON header included); an input that parses is also written
+/// to a file and read by audit::load_kernel_dump in both layouts.
+void safetensors_one_input(const std::uint8_t* data, std::size_t size);
+
+/// The CLI's VALUE argument: the first byte picks the --from format, the rest is the text given to
+/// cli::parse_value (decimal, C99 hex float, nan/inf, bits:0x...). A parsed value is rounded into
+/// every format as `tiebreak round` does, its error computed and its exact text printed; exact
+/// decimal and hex text must parse back to the same value.
+void number_one_input(const std::uint8_t* data, std::size_t size);
+
+}  // namespace tiebreak::fuzz
