@@ -133,31 +133,29 @@ void safetensors_one_input(const std::uint8_t* data, std::size_t size) {
 }
 
 void number_one_input(const std::uint8_t* data, std::size_t size) {
-  if (size == 0) return;
+  if (size < 2) return;
   constexpr format_id ids[] = {format_id::f64, format_id::f32, format_id::tf32, format_id::bf16,
                                format_id::f16, format_id::e4m3, format_id::e5m2};
   const format_desc from = desc_of(ids[data[0] % 7]);
-  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  const format_desc to = desc_of(ids[data[1] % 7]);
+  const round_mode mode = all_round_modes[(data[1] / 7) % 7];
+  convert_options conv;
+  conv.saturate = (data[1] & 0x80) != 0;
+  const std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
   host::exact_number x;
   try {
     x = cli::parse_value(text, from);
   } catch (const host::parse_error&) {
     return;
   }
-  // What `tiebreak round` does with every value: round once into each format, compare, print.
-  for (const format_id id : ids) {
-    const format_desc to = desc_of(id);
-    for (const round_mode m : {round_mode::rne, round_mode::rz, round_mode::sr}) {
-      convert_options conv;
-      conv.saturate = m == round_mode::rz;
-      const round_result r = round_pack(to, x.window, rounding{m, 0x9e3779b9u}, conv);
-      const cli::error_report e = cli::compare(to, r, x);
-      nlohmann::json j;
-      cli::put_error(j, e);
-      (void)cli::error_text(e);
-      (void)cli::value_text_with_hex(to, r.bits);
-    }
-  }
+  // What `tiebreak round --from F --to T --mode M [--saturate] [--json] VALUE` does: round once,
+  // compare with the exact value, print the exact texts of both.
+  const round_result r = round_pack(to, x.window, rounding{mode, 0x9e3779b9u}, conv);
+  const cli::error_report e = cli::compare(to, r, x);
+  nlohmann::json j;
+  cli::put_error(j, e);
+  (void)cli::error_text(e);
+  (void)cli::value_text_with_hex(to, r.bits);
   const std::string dec = host::to_decimal_string(x);
   if (x.cls != value_class::finite) return;
   // Exact decimal text parses back, when it is within the parser's digit limit (2^-40000 has 27960).

@@ -27,10 +27,10 @@ void npy_one_input(const std::uint8_t* data, std::size_t size);
 /// to a file and read by audit::load_kernel_dump in both layouts.
 void safetensors_one_input(const std::uint8_t* data, std::size_t size);
 
-/// The CLI's VALUE argument: the first byte picks the --from format, the rest is the text given to
-/// cli::parse_value (decimal, C99 hex float, nan/inf, bits:0x...). A parsed value is rounded into
-/// every format as `tiebreak round` does, its error computed and its exact text printed; exact
-/// decimal and hex text must parse back to the same value.
+/// The CLI's VALUE argument: byte 0 picks the --from format, byte 1 the --to format, the rounding
+/// mode and --saturate; the rest is the text given to cli::parse_value (decimal, C99 hex float,
+/// nan/inf, bits:0x...). A parsed value is rounded as `tiebreak round` does, its error computed
+/// and the exact texts printed; exact decimal and hex text must parse back to the same value.
 void number_one_input(const std::uint8_t* data, std::size_t size);
 
 }  // namespace tiebreak::fuzz
