@@ -17,8 +17,8 @@
 # (default "memcheck racecheck initcheck synccheck"), TIEBREAK_MMA_PROBE (a tiebreak_mma_probe built
 # elsewhere, tried first by the mma stage), TIEBREAK_MMA_BUDGET (validation seconds, default 60).
 # The mma stage runs the tensor-core probe (elimination, >= 1e8-case validation within the budget,
-# GEMM identity); its GoogleTest twin (tests/mma/gpu, 1e8 cases per instruction) is left to
-# tools/device-mma.sh MMA_GTEST=1, so `ctest -L gpu` here excludes it.
+# GEMM identity); its GoogleTest twins (tests/mma/gpu) run in the test stage at 4e6 cases per
+# instruction (10^8 with TIEBREAK_TEST_LEVEL=full builds, or tools/device-mma.sh MMA_GTEST=1).
 set -uo pipefail
 
 ROOT=$(pwd)
@@ -48,7 +48,9 @@ say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
   nvcc --version 2>&1 | tail -2; cmake --version 2>&1 | head -1; } | tee -a "$LOG"
 
 # --- configure + build -----------------------------------------------------------------------------
-GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test)
+GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test mma_model_gpu_test mma_gpu_test)
+# Targets that exist only in some checkouts (added by later work) are built when CMake knows them.
+OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test)
 if want build; then
   mode=""
   if cmake -S "$ROOT" -B "$BUILD/full" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
@@ -69,6 +71,13 @@ if want build; then
     fi
   fi
   echo "$mode" >"$BUILD/mode"
+  if [ "$mode" = full ]; then
+    for t in "${OPTIONAL_GPU_TARGETS[@]}"; do
+      cmake --build "$BUILD/$mode" --target help 2>/dev/null | grep -q "^$t:" && GPU_TARGETS+=("$t")
+    done
+  else
+    GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test)
+  fi
   say "configured ($mode); building ${GPU_TARGETS[*]}"
   t0=$(date +%s)
   if ! cmake --build "$BUILD/$mode" -j "$JOBS" --target "${GPU_TARGETS[@]}" >>"$LOG" 2>&1; then
@@ -142,7 +151,7 @@ if want test; then
   if [ "$budget" -lt 30 ]; then say "no time left for the tests"; else
     say "ctest -L gpu (budget ${budget}s)"
     t0=$(date +%s)
-    ( cd "$B" && timeout "$budget" ctest -L gpu -E '^AllInstructions/MmaGpu' -V --timeout 900 ${TIEBREAK_DEVICE_FILTER:+-R "$TIEBREAK_DEVICE_FILTER"} ) \
+    ( cd "$B" && timeout "$budget" ctest -L gpu -V --timeout 900 ${TIEBREAK_DEVICE_FILTER:+-R "$TIEBREAK_DEVICE_FILTER"} ) \
       >"$OUTDIR/ctest.log" 2>&1
     status=$?
     say "ctest exit $status after $(( $(date +%s) - t0 ))s"
@@ -177,26 +186,43 @@ if want mma; then
   fi
 fi
 
-# --- compute-sanitizer on a reduced run ------------------------------------------------------------
+# --- compute-sanitizer over every GPU test, on reduced problem sizes -------------------------------
+# Every GPU test binary the build produced, every test in it (no filter), under each tool. Sizes are
+# reduced so the slowdown of the tools fits the budget: sweeps of 2^16 inputs instead of 2^32
+# (TIEBREAK_GPU_SWEEP_LOG2), MMA validations of 2^16 cases (TIEBREAK_MMA_GPU_CASES); the tests'
+# assertions are the same. TIEBREAK_SANITIZE_TESTS narrows the binaries.
 if want sanitize; then
   tools=${TIEBREAK_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
-  # Parameterised names end in /<probe>: one probe of each kernel family, the pins, the device test.
-  filter='*/f32_to_bf16_rn:*/f32x2_to_e4m3x2_sat:*/f16_to_e4m3_sat:*/f32_to_tf32_rna_satfinite:*/bf16_add:*/f16_mul_rn:*/bf16_fma:*hardware_pins*:device_gpu.*'
+  if [ -n "${TIEBREAK_SANITIZE_TESTS:-}" ]; then
+    read -r -a san_tests <<<"$TIEBREAK_SANITIZE_TESTS"
+  else
+    san_tests=()
+    for t in device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test mma_model_gpu_test mma_gpu_test \
+             "${OPTIONAL_GPU_TARGETS[@]}"; do
+      [ -n "$(find_bin "$t")" ] && san_tests+=("$t")
+    done
+  fi
+  say "compute-sanitizer: tools $tools; binaries ${san_tests[*]}"
   : >"$OUTDIR/sanitizer.log"
+  : >"$OUTDIR/sanitizer-summary.txt"
   for tool in $tools; do
-    b=$(( $(left) - 10 ))
-    if [ "$b" -lt 20 ]; then say "sanitizer $tool skipped: no time left"; continue; fi
-    for t in device_gpu_test round_gpu_test ops_gpu_test; do
+    for t in "${san_tests[@]}"; do
       exe=$(find_bin "$t")
       [ -n "$exe" ] || { say "no $t binary"; continue; }
       b=$(( $(left) - 10 ))
-      [ "$b" -lt 15 ] && { say "sanitizer $tool $t skipped: no time left"; continue; }
+      [ "$b" -lt 15 ] && { say "sanitizer $tool $t skipped: no time left"; echo "$tool $t SKIPPED (time)" >>"$OUTDIR/sanitizer-summary.txt"; continue; }
       t0=$(date +%s)
       echo "=== compute-sanitizer --tool $tool $t ===" >>"$OUTDIR/sanitizer.log"
-      TIEBREAK_GPU_SWEEP_LOG2=16 timeout "$b" compute-sanitizer --tool "$tool" --error-exitcode 99 \
-        "$exe" --gtest_filter="$filter" --gtest_brief=1 >>"$OUTDIR/sanitizer.log" 2>&1
+      TIEBREAK_GPU_SWEEP_LOG2=16 TIEBREAK_MMA_GPU_CASES=65536 timeout "$b" compute-sanitizer --tool "$tool" \
+        --error-exitcode 99 "$exe" --gtest_brief=1 >"$OUTDIR/san-$tool-$t.log" 2>&1
       rc=$?
-      say "compute-sanitizer $tool $t: exit $rc in $(( $(date +%s) - t0 ))s; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTDIR/sanitizer.log" | tail -1)"
+      cat "$OUTDIR/san-$tool-$t.log" >>"$OUTDIR/sanitizer.log"
+      summ=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTDIR/san-$tool-$t.log" | tail -1)
+      gt=$(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUTDIR/san-$tool-$t.log" | tr '\n' ' ')
+      rm -f "$OUTDIR/san-$tool-$t.log"
+      echo "$tool $t exit=$rc ${summ:-no summary} $gt" >>"$OUTDIR/sanitizer-summary.txt"
+      say "compute-sanitizer $tool $t: exit $rc in $(( $(date +%s) - t0 ))s; ${summ:-no summary}; $gt"
+      [ "$rc" -ne 0 ] && status=1
     done
   done
 fi
