@@ -48,7 +48,7 @@ say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
   nvcc --version 2>&1 | tail -2; cmake --version 2>&1 | head -1; } | tee -a "$LOG"
 
 # --- configure + build -----------------------------------------------------------------------------
-GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test mma_model_gpu_test mma_gpu_test)
+GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_probe)
 # Targets that exist only in some checkouts (added by later work) are built when CMake knows them.
 OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test)
 if want build; then
@@ -166,7 +166,7 @@ if want mma; then
   if [ "$b" -lt 40 ]; then say "mma skipped: no time left"; else
     mdir="$BUILD/mma-out"; rm -rf "$mdir"; mkdir -p "$mdir"
     mbudget=${TIEBREAK_MMA_BUDGET:-60}
-    probe=${TIEBREAK_MMA_PROBE:-}
+    probe=${TIEBREAK_MMA_PROBE:-$(find_bin tiebreak_mma_probe)}
     rc=127
     if [ -n "$probe" ] && [ -x "$probe" ]; then
       say "mma: prebuilt $probe, validation budget ${mbudget}s"

@@ -382,7 +382,7 @@ TIEBREAK_HDI std::uint64_t mma_step(const mma_model& m, const mma_step_in& s, mm
     // Grid 2^g: the synthetic format's subnormal lsb. With 52 fraction bits its normal range starts
     // at 2^(g + 52) > 2^(e_ref + 2) > every addend, so round_pack rounds each addend onto the grid.
     const int g = e_ref - m.align_bits;
-    const format_desc grid{8, 52, 1 - (g + 52), special_style::ieee, 0, "grid"};
+    const format_desc grid{8, 52, 1 - (g + 52), special_style::ieee, 0, literal("grid")};
     const rounding align_r{m.align_round, 0};
     std::int64_t acc_int = 0;
     for (int i = 0; i < s.n; ++i) {
@@ -476,7 +476,7 @@ TIEBREAK_HDI bool mma_step_fast(const mma_model& m, const mma_operand* v, const 
   if (special || e_ref == none) return false;  // Inf/NaN, or nothing but zeros
 
   const int g = e_ref - m.align_bits;
-  const format_desc grid{8, 52, 1 - (g + 52), special_style::ieee, 0, "grid"};  // see mma_step
+  const format_desc grid{8, 52, 1 - (g + 52), special_style::ieee, 0, literal("grid")};  // see mma_step
   const rounding align_r{m.align_round, 0};
   std::int64_t acc_int = 0;
   bool lost = false;

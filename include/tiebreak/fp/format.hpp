@@ -2,6 +2,7 @@
 /// @file Binary floating-point format descriptors: fp64, fp32, tf32, bf16, fp16, OCP fp8, and others.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -22,13 +23,23 @@ enum class special_style : std::uint8_t {
 /// Encodings live in the low `storage_bits` bits of a std::uint64_t; `pad` low bits of the container
 /// are always zero (tf32 lives in a 32-bit f32 container whose low 13 bits are zero, as
 /// `cvt.rna.tf32.f32` produces it).
+/// A string_view of a string literal, its length taken from the array type. Use it wherever a
+/// string_view may be built at run time in device code: the `const char*` constructor measures the
+/// string with char_traits::length, a host strlen, and nvcc compiles that call in a kernel to
+/// undefined behaviour, so the optimiser deletes the rest of the kernel without any error (this
+/// silently emptied the device build of emu::mma_dot's alignment step; docs/tensor-cores.md).
+template <std::size_t N>
+TIEBREAK_HDC std::string_view literal(const char (&s)[N]) noexcept {
+  return std::string_view(s, N - 1);
+}
+
 struct format_desc {
   int exp_bits;        ///< width of the exponent field
   int man_bits;        ///< width of the stored fraction (precision - 1)
   int bias;            ///< exponent bias
   special_style special;
   int pad = 0;         ///< zero bits below the fraction inside the container
-  std::string_view name = "custom";
+  std::string_view name = literal("custom");  ///< literal(): see above, safe in kernels
 
   TIEBREAK_HDI int precision() const noexcept { return man_bits + 1; }
   TIEBREAK_HDI int storage_bits() const noexcept { return 1 + exp_bits + man_bits + pad; }

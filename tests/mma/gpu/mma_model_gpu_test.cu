@@ -9,8 +9,10 @@
 ///      format of mma_step) and into the accumulator formats, on random exact values;
 ///   3. mma_dot itself, the fast path and the general path, per instruction of the table.
 /// Skipped without a GPU.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,16 @@ using namespace tiebreak::emu;
     if (!::tiebreak::gpu::device_available())                                              \
       GTEST_SKIP() << "no usable GPU: " << ::tiebreak::gpu::device_description();          \
   } while (0)
+
+/// Problem sizes scale with TIEBREAK_MMA_GPU_CASES (compute-sanitizer runs set 2^16: the tools slow
+/// every kernel and memcpy down 10-100x); default `dflt`.
+std::size_t scaled(std::size_t dflt) {
+  if (const char* s = std::getenv("TIEBREAK_MMA_GPU_CASES")) {
+    const unsigned long long v = std::strtoull(s, nullptr, 10);
+    if (v > 0) return std::min<std::size_t>(dflt, static_cast<std::size_t>(v));
+  }
+  return dflt;
+}
 
 template <class T>
 struct dev_buf {
@@ -135,7 +147,7 @@ class MmaModelGpu : public ::testing::TestWithParam<mma_instr> {};
 TEST_P(MmaModelGpu, GeneratorOnDeviceEqualsHost) {
   TB_REQUIRE_GPU();
   const mma_model& m = mma_entry(GetParam()).model;
-  const std::uint64_t tiles = 4096, seed = 42;
+  const std::uint64_t tiles = std::max<std::size_t>(1, scaled(4096 * 128) / 128), seed = 42;
   std::vector<std::uint32_t> A, B, C;
   host_tiles(m, seed, tiles, A, B, C);
   dev_buf<std::uint32_t> da(A.size()), db(B.size()), dc(C.size());
@@ -173,7 +185,7 @@ struct rp_out {
 };
 
 __host__ __device__ rp_out eval_rp(const rp_case& c, const format_desc& acc) {
-  const format_desc grid{8, 52, 1 - (c.g + 52), special_style::ieee, 0, "grid"};
+  const format_desc grid{8, 52, 1 - (c.g + 52), special_style::ieee, 0, literal("grid")};
   const round_result r =
       round_pack(c.grid ? grid : acc, make_exact(c.sign, c.sig, c.exp), rounding{c.mode, 0});
   return rp_out{r.bits, r.flags, r.step};
@@ -211,7 +223,7 @@ std::vector<rp_case> rp_cases(bool grid, std::size_t n) {
 }
 
 void check_round_pack(bool grid, const format_desc& acc, const char* what) {
-  const std::size_t n = std::size_t{1} << 22;
+  const std::size_t n = scaled(std::size_t{1} << 22);
   const std::vector<rp_case> cs = rp_cases(grid, n);
   dev_buf<rp_case> dcs(n);
   dev_buf<rp_out> dout(n);
@@ -310,7 +322,7 @@ void check_dot(const mma_model& m, const elements& e, const char* what) {
 TEST_P(MmaModelGpu, ModelOnDeviceEqualsHost) {
   TB_REQUIRE_GPU();
   const mma_model& m = mma_entry(GetParam()).model;
-  const std::uint64_t tiles = 2048;
+  const std::uint64_t tiles = std::max<std::size_t>(1, scaled(2048 * 128) / 128);
   std::vector<std::uint32_t> A, B, C;
   host_tiles(m, 42, tiles, A, B, C);
   const elements e = flatten(m, tiles, A, B, C);
