@@ -55,7 +55,9 @@ struct dev_buf {
   T* p = nullptr;
   std::size_t n = 0;
   explicit dev_buf(std::size_t count) : n(count) {
-    if (cudaMalloc(&p, count * sizeof(T)) != cudaSuccess) p = nullptr;
+    // Zeroed, so that structure padding the kernels never write is initialised when copied back
+    // (compute-sanitizer initcheck reports it otherwise).
+    if (cudaMalloc(&p, count * sizeof(T)) != cudaSuccess || cudaMemset(p, 0, count * sizeof(T)) != cudaSuccess) p = nullptr;
   }
   ~dev_buf() { cudaFree(p); }
   dev_buf(const dev_buf&) = delete;
