@@ -168,15 +168,7 @@ host_validation validate_on_host(mma_instr id, const mma_model& model, std::uint
   for (std::uint64_t first = 0; first < want_tiles; first += batch) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > budget_s) break;
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(batch, want_tiles - first));
-    parallel_for(n, [&](std::size_t t) {
-      const std::uint64_t tile = first + t;
-      for (std::size_t i = 0; i < ta; ++i)
-        A[t * ta + i] = static_cast<std::uint32_t>(mma_gen_element(shape, seed, tile, mma_operand_kind::a, static_cast<int>(i / K), static_cast<int>(i % K)));
-      for (std::size_t i = 0; i < tb; ++i)
-        B[t * tb + i] = static_cast<std::uint32_t>(mma_gen_element(shape, seed, tile, mma_operand_kind::b, static_cast<int>(i / N), static_cast<int>(i % N)));
-      for (std::size_t i = 0; i < tc; ++i)
-        C[t * tc + i] = static_cast<std::uint32_t>(mma_gen_element(shape, seed, tile, mma_operand_kind::c, static_cast<int>(i / N), static_cast<int>(i % N)));
-    });
+    parallel_for(n, [&](std::size_t t) { mma_gen_tile(shape, seed, first + t, &A[t * ta], &B[t * tb], &C[t * tc]); });
     gpu::mma_run_tiles(id, n, A.data(), B.data(), C.data(), D.data());
     parallel_for(n, [&](std::size_t t) {
       std::uint64_t b = 0;
@@ -480,15 +472,7 @@ instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostr
     const int M = shape.m * 4, N = 32, K = shape.k * 8;
     std::vector<std::uint32_t> GA(static_cast<std::size_t>(M) * K), GB(static_cast<std::size_t>(K) * N), GC(static_cast<std::size_t>(M) * N),
         GD(GC.size()), HD(GC.size());
-    for (int r = 0; r < M; ++r)
-      for (int i = 0; i < K; ++i)
-        GA[static_cast<std::size_t>(r) * K + i] = static_cast<std::uint32_t>(mma_gen_element(shape, opt.seed + 7, static_cast<std::uint64_t>(i / shape.k), mma_operand_kind::a, r, i % shape.k));
-    for (int i = 0; i < K; ++i)
-      for (int c = 0; c < N; ++c)
-        GB[static_cast<std::size_t>(i) * N + c] = static_cast<std::uint32_t>(mma_gen_element(shape, opt.seed + 7, static_cast<std::uint64_t>(i / shape.k), mma_operand_kind::b, i % shape.k, c % shape.n));
-    for (int r = 0; r < M; ++r)
-      for (int c = 0; c < N; ++c)
-        GC[static_cast<std::size_t>(r) * N + c] = static_cast<std::uint32_t>(mma_gen_element(shape, opt.seed + 7, 0, mma_operand_kind::c, r % shape.m, c % shape.n));
+    mma_gen_gemm(shape, opt.seed + 7, M, N, K, GA.data(), GB.data(), GC.data());
     gpu::mma_gemm(id, M, N, K, GA.data(), GB.data(), GC.data(), GD.data());
     gemm(chosen, M, N, K, GA.data(), GB.data(), GC.data(), HD.data());
     std::size_t diff = 0;

@@ -126,4 +126,37 @@ TIEBREAK_HDC std::uint64_t mma_gen_element(const mma_model& m, std::uint64_t see
   }
 }
 
+/// The operands of tile `tile`, row-major: A (m x k), B (k x n) and C (m x n) of model `m`'s shape,
+/// as 32-bit encodings (every format of mma_models fits). Element (row, col) of each is
+/// mma_gen_element(m, seed, tile, kind, row, col): the tiles the validation kernel draws.
+TIEBREAK_HDC void mma_gen_tile(const mma_model& m, std::uint64_t seed, std::uint64_t tile, std::uint32_t* a,
+                               std::uint32_t* b, std::uint32_t* c) noexcept {
+  for (int i = 0; i < m.m * m.k; ++i)
+    a[i] = static_cast<std::uint32_t>(mma_gen_element(m, seed, tile, mma_operand_kind::a, i / m.k, i % m.k));
+  for (int i = 0; i < m.k * m.n; ++i)
+    b[i] = static_cast<std::uint32_t>(mma_gen_element(m, seed, tile, mma_operand_kind::b, i / m.n, i % m.n));
+  for (int i = 0; i < m.m * m.n; ++i)
+    c[i] = static_cast<std::uint32_t>(mma_gen_element(m, seed, tile, mma_operand_kind::c, i / m.n, i % m.n));
+}
+
+/// GEMM operands for D = A * B + C with K a multiple of m.k, row-major: A (M x K), B (K x N),
+/// C (M x N), 32-bit encodings. The chunk of K that one instruction takes is one generated tile
+/// (tile number k / m.k), rows and columns past the tile's shape wrap around it; C is tile 0's.
+TIEBREAK_HDC void mma_gen_gemm(const mma_model& m, std::uint64_t seed, int M, int N, int K, std::uint32_t* A,
+                               std::uint32_t* B, std::uint32_t* C) noexcept {
+  using u64 = std::uint64_t;
+  for (int r = 0; r < M; ++r)
+    for (int i = 0; i < K; ++i)
+      A[static_cast<u64>(r) * static_cast<u64>(K) + static_cast<u64>(i)] = static_cast<std::uint32_t>(
+          mma_gen_element(m, seed, static_cast<u64>(i / m.k), mma_operand_kind::a, r % m.m, i % m.k));
+  for (int i = 0; i < K; ++i)
+    for (int c = 0; c < N; ++c)
+      B[static_cast<u64>(i) * static_cast<u64>(N) + static_cast<u64>(c)] = static_cast<std::uint32_t>(
+          mma_gen_element(m, seed, static_cast<u64>(i / m.k), mma_operand_kind::b, i % m.k, c % m.n));
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c)
+      C[static_cast<u64>(r) * static_cast<u64>(N) + static_cast<u64>(c)] =
+          static_cast<std::uint32_t>(mma_gen_element(m, seed, 0, mma_operand_kind::c, r % m.m, c % m.n));
+}
+
 }  // namespace tiebreak::emu

@@ -3,8 +3,8 @@
 ///
 /// One pass over the inputs checks every mode. For every input: the f64 oracle (neighbours and
 /// midpoint, support/oracle.hpp) gives the expected bits, flags and trace, once per input; round_pack
-/// must match it in every mode (the error fields in rz, ru and rd, which cover every trace: see
-/// checks_error_fields); f32_bits_to_bf16_<mode> and f32_bits_to_bf16(x, rounding) must equal
+/// must match it in every mode (the error fields in rz, and in ru or rd by the input's sign, which
+/// cover every trace: see checks_error_fields); f32_bits_to_bf16_<mode> and f32_bits_to_bf16(x, rounding) must equal
 /// round_pack's bits; and the bulk loops of fast.hpp, for every instruction set this CPU runs
 /// (bulk_isa), must equal round_pack's bits on every block. sr uses a hash of the input as its
 /// random bits (a different sample of the random space for every input).

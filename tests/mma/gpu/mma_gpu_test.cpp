@@ -52,14 +52,7 @@ TEST_P(MmaGpu, HardwareMatchesHostModel) {
     for (auto& th : pool) th.join();
   };
   const std::uint64_t seed = 7;
-  parallel([&](std::size_t t) {
-    for (std::size_t i = 0; i < ta; ++i)
-      A[t * ta + i] = static_cast<std::uint32_t>(mma_gen_element(m, seed, t, mma_operand_kind::a, static_cast<int>(i / K), static_cast<int>(i % K)));
-    for (std::size_t i = 0; i < tb; ++i)
-      B[t * tb + i] = static_cast<std::uint32_t>(mma_gen_element(m, seed, t, mma_operand_kind::b, static_cast<int>(i / N), static_cast<int>(i % N)));
-    for (std::size_t i = 0; i < tc; ++i)
-      C[t * tc + i] = static_cast<std::uint32_t>(mma_gen_element(m, seed, t, mma_operand_kind::c, static_cast<int>(i / N), static_cast<int>(i % N)));
-  });
+  parallel([&](std::size_t t) { mma_gen_tile(m, seed, t, &A[t * ta], &B[t * tb], &C[t * tc]); });
   gpu::mma_run_tiles(id, tiles, A.data(), B.data(), C.data(), D.data());
   std::vector<std::uint64_t> bad(tiles, 0);
   parallel([&](std::size_t t) {
@@ -103,17 +96,7 @@ TEST_P(MmaGpu, GemmKernelEqualsEmulatedGemm) {
   const int M = m.m * 3, N = 24, K = m.k * 6;
   std::vector<std::uint32_t> A(static_cast<std::size_t>(M) * K), B(static_cast<std::size_t>(K) * N),
       C(static_cast<std::size_t>(M) * N), D(C.size()), E(C.size());
-  for (int r = 0; r < M; ++r)
-    for (int i = 0; i < K; ++i)
-      A[static_cast<std::size_t>(r) * K + i] = static_cast<std::uint32_t>(
-          mma_gen_element(m, 9, static_cast<std::uint64_t>(i / m.k), mma_operand_kind::a, r % m.m, i % m.k));
-  for (int i = 0; i < K; ++i)
-    for (int c = 0; c < N; ++c)
-      B[static_cast<std::size_t>(i) * N + c] = static_cast<std::uint32_t>(
-          mma_gen_element(m, 9, static_cast<std::uint64_t>(i / m.k), mma_operand_kind::b, i % m.k, c % m.n));
-  for (std::size_t e = 0; e < C.size(); ++e)
-    C[e] = static_cast<std::uint32_t>(mma_gen_element(m, 9, 0, mma_operand_kind::c, static_cast<int>(e / N) % m.m,
-                                                      static_cast<int>(e % N) % m.n));
+  mma_gen_gemm(m, 9, M, N, K, A.data(), B.data(), C.data());
   gpu::mma_gemm(id, M, N, K, A.data(), B.data(), C.data(), D.data());
   gemm(m, M, N, K, A.data(), B.data(), C.data(), E.data());
   std::size_t diff = 0;

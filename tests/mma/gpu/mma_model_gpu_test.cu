@@ -109,17 +109,7 @@ void host_tiles(const mma_model& m, std::uint64_t seed, std::uint64_t tiles, std
   A.resize(tiles * ta);
   B.resize(tiles * tb);
   C.resize(tiles * tc);
-  for (std::uint64_t t = 0; t < tiles; ++t) {
-    for (std::size_t i = 0; i < ta; ++i)
-      A[t * ta + i] = static_cast<std::uint32_t>(
-          mma_gen_element(m, seed, t, mma_operand_kind::a, static_cast<int>(i / m.k), static_cast<int>(i % m.k)));
-    for (std::size_t i = 0; i < tb; ++i)
-      B[t * tb + i] = static_cast<std::uint32_t>(
-          mma_gen_element(m, seed, t, mma_operand_kind::b, static_cast<int>(i / m.n), static_cast<int>(i % m.n)));
-    for (std::size_t i = 0; i < tc; ++i)
-      C[t * tc + i] = static_cast<std::uint32_t>(
-          mma_gen_element(m, seed, t, mma_operand_kind::c, static_cast<int>(i / m.n), static_cast<int>(i % m.n)));
-  }
+  for (std::uint64_t t = 0; t < tiles; ++t) mma_gen_tile(m, seed, t, &A[t * ta], &B[t * tb], &C[t * tc]);
 }
 
 elements flatten(const mma_model& m, std::uint64_t tiles, const std::vector<std::uint32_t>& A,
