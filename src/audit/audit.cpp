@@ -95,6 +95,25 @@ std::size_t visible_count(const reference::attention_shape& s, bool causal, std:
   return lim <= s.seq_q ? 0 : std::min(s.seq_k, lim - s.seq_q);
 }
 
+/// Tie statistics of one head from the device pass's per-row counts (the same rule as below).
+std::vector<double> tie_rows_from_counts(const reference::device_row_ties& t, std::size_t bh, std::size_t seq_q,
+                                         head_report& hr) {
+  std::vector<double> tie(seq_q, nan_v);
+  for (std::size_t i = 0; i < seq_q; ++i) {
+    const std::int32_t exact = t.exact[bh * seq_q + i], near = t.near[bh * seq_q + i];
+    if (exact < 0) continue;
+    ++hr.score_rows;
+    tie[i] = exact >= 2 ? 1.0 : 0.0;
+    hr.tie_rows += exact >= 2;
+    hr.near_tie_rows += near >= 2;
+  }
+  if (hr.score_rows) {
+    hr.tie_row_share = static_cast<double>(hr.tie_rows) / static_cast<double>(hr.score_rows);
+    hr.near_tie_row_share = static_cast<double>(hr.near_tie_rows) / static_cast<double>(hr.score_rows);
+  }
+  return tie;
+}
+
 /// Tie statistics of one head: rows[i] = 1 for an exact repeated maximum (else 0, NaN if unscored).
 std::vector<double> tie_rows(const kernel_dump& d, std::size_t b, std::size_t h, double scale, const audit_options& o,
                              head_report& hr) {
@@ -156,7 +175,17 @@ audit_report run_audit(const kernel_dump& d, const audit_options& o) {
   if (d.o.size() != s.o_size()) throw reference::reference_error("audit: kernel output 'o' size disagrees with the shape");
 
   const auto t0 = clock::now();
-  const reference::attention_outputs ref = reference::attention_f64(d.inputs, ro);
+  const bool on_device = o.device == audit_options::device_kind::cuda;
+  reference::device_row_ties device_ties;
+  device_ties.tie_tolerance = o.tie_tolerance;
+  reference::attention_outputs ref;
+  if (on_device) {
+    reference::device_timing dt;
+    ref = reference::attention_f64_device(d.inputs, ro, &device_ties, &dt);
+    r.device_timing = dt;
+  } else {
+    ref = reference::attention_f64(d.inputs, ro);
+  }
   const auto t1 = clock::now();
   if (o.certify) r.certificate = reference::certify(d.inputs, ref, ro);
 
@@ -214,7 +243,8 @@ audit_report run_audit(const kernel_dump& d, const audit_options& o) {
       row_errors(d.lse.data() + off, ref.lse.data() + off, s.seq_q, 1, d.info("lse")->format, o, *hr.lse);
     }
 
-    const std::vector<double> tie = tie_rows(d, hr.batch, hr.head, r.scale, o, hr);
+    const std::vector<double> tie = on_device ? tie_rows_from_counts(device_ties, bh, s.seq_q, hr)
+                                              : tie_rows(d, hr.batch, hr.head, r.scale, o, hr);
     analysis::running_moments ts, td, os, od;
     for (std::size_t i = 0; i < s.seq_q; ++i) {
       if (std::isnan(rs.signed_rows[i]) || std::isnan(tie[i])) continue;

@@ -158,6 +158,11 @@ nlohmann::json to_json(const audit_report& r) {
     j["certificate"] = c;
   }
   j["timing_s"] = {{"reference", r.seconds_reference}, {"statistics", r.seconds_statistics}};
+  j["device"] = r.options.device == audit_options::device_kind::cuda ? "cuda" : "cpu";
+  if (r.device_timing)
+    j["timing_s"]["reference_device"] = {{"upload", r.device_timing->upload},
+                                         {"kernels", r.device_timing->kernels},
+                                         {"download", r.device_timing->download}};
   return j;
 }
 

@@ -169,7 +169,13 @@ TEST(AuditCli, BadInputsExitTwoWithOneLine) {
   // A folder without the tensors.
   std::filesystem::create_directories(dir / "empty");
   expect_one_line_error(run_cli({"audit", (dir / "empty").string()}), "missing tensor 'q' (no q.npy in the folder)");
-  expect_one_line_error(run_cli({"audit", (dir / "good.safetensors").string(), "--device", "cuda"}), "not built yet");
+  // --device cuda without a usable GPU (CI) or without CUDA in the build: exit 2, one line, the reason.
+  if (!ref::device_unavailable_reason().empty()) {
+    const auto r = run_cli({"audit", (dir / "good.safetensors").string(), "--device", "cuda"});
+    expect_one_line_error(r, "--device cuda: ");
+    EXPECT_THAT(r.err, HasSubstr("use --device cpu"));
+    EXPECT_THAT(r.err, testing::AnyOf(HasSubstr("no usable GPU"), HasSubstr("built without CUDA")));
+  }
   expect_one_line_error(run_cli({"audit", (dir / "good.safetensors").string(), "--layout", "sbhd"}), "--layout");
   expect_one_line_error(run_cli({"audit", (dir / "good.safetensors").string(), "-o", (dir / "nodir" / "x.json").string()}),
                         "cannot open for writing");

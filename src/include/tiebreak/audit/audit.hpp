@@ -42,6 +42,10 @@ struct audit_options {
   double min_effect_ulps = 0.05;     ///< smallest |mean row error| (ulps of the row scale) called a bias
   double tie_tolerance = 1e-3;       ///< near tie: scaled score within this of the row maximum
   bool certify = false;              ///< also run reference::certify (small problems only)
+  /// Where the f64 reference runs: the host (attention_f64) or the GPU (attention_f64_device,
+  /// which also returns the tie statistics' per-row counts, so no host Q Kᵀ is formed). "cuda"
+  /// throws reference::device_unavailable without a usable GPU.
+  enum class device_kind { cpu, cuda } device = device_kind::cpu;
   /// Progress: (stage, done, total), stage "reference" or "statistics". May be empty.
   std::function<void(std::string_view, std::size_t, std::size_t)> progress;
 };
@@ -105,6 +109,7 @@ struct audit_report {
   std::size_t heads_biased = 0, heads_delta_biased = 0;
   std::size_t excluded_rows = 0;
   double seconds_reference = 0, seconds_statistics = 0;
+  std::optional<reference::device_timing> device_timing;  ///< the GPU pass's split (device cuda only)
 };
 
 /// Audits a decoded dump: computes the reference and every statistic above. Throws

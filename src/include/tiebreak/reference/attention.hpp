@@ -90,6 +90,49 @@ class reference_error : public std::invalid_argument {
 /// Preconditions: shape.valid(), vector sizes match the shape (else reference_error).
 [[nodiscard]] attention_outputs attention_f64(const attention_inputs& in, const attention_options& opt = {});
 
+/// Thrown by attention_f64_device when it cannot run: built without CUDA, no driver, no GPU, or
+/// no GPU of the architecture the kernels are built for (sm_90). what() is one line.
+class device_unavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Empty when attention_f64_device can run; else the one-line reason it cannot. Never throws
+/// for a missing GPU (the first call initialises the CUDA runtime).
+[[nodiscard]] std::string device_unavailable_reason();
+
+/// Per-row tie statistics the device pass computes from its own f64 dot products (the audit's
+/// trigger statistics): for query row r of (b, h), the number of visible keys whose σ·(q·k),
+/// σ = sign(scale), equals the row maximum, and the number with |scale|·(max − σ·(q·k)) <=
+/// tie_tolerance; −1 for a row with no visible key or a non-finite dot product.
+struct device_row_ties {
+  double tie_tolerance = 1e-3;          ///< input
+  std::vector<std::int32_t> exact;      ///< [b, h, s_q]
+  std::vector<std::int32_t> near;       ///< [b, h, s_q]
+};
+
+/// Where the device pass spent its time (seconds).
+struct device_timing {
+  double upload = 0, kernels = 0, download = 0;
+};
+
+/// attention_f64 on the GPU (cuda/reference/attention_reference.cu): the same conventions and the
+/// same operations per element, in f64 with --fmad=false, sums over keys and features in another
+/// order than the host's Eigen products. Agreement with attention_f64, per row of every output
+/// tensor: max |device − host| <= device_rel_bound · M, M the row's magnitude: max |host| for O;
+/// max(|LSE|, 1) for LSE; Σ_c |dO·O| for delta; for dQ, dK, dV the sum of the absolute values of
+/// the terms they sum (dQ row i: |scale| Σ_j P_ij (|dP_ij| + |delta_i|) max_c |K_jc|; dK and dV
+/// likewise over the query rows of the group), since Σ_j dS_ij = 0 makes them cancel.
+/// NaN/Inf in exactly the same places. Preconditions: those of attention_f64, dim and dim_v <= 256
+/// (else reference_error). Throws device_unavailable when no usable GPU is present, and
+/// std::runtime_error on a CUDA error. `opt.threads` and `opt.progress` are not used.
+[[nodiscard]] attention_outputs attention_f64_device(const attention_inputs& in, const attention_options& opt = {},
+                                                     device_row_ties* ties = nullptr, device_timing* timing = nullptr);
+
+/// The bound stated above (tests/audit/attention_reference_gpu_test.cpp checks it on random
+/// problems up to seq 1024; the observed maximum is in docs/audit.md).
+inline constexpr double device_rel_bound = 1e-13;
+
 /// Whether key j is visible to query i under the options' mask.
 [[nodiscard]] inline bool visible(const attention_shape& s, bool causal, std::size_t i, std::size_t j) noexcept {
   return !causal || j + s.seq_q <= i + s.seq_k;
