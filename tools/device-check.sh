@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The one script the lent GPU machine runs, from the repository root:
-#   tools/device-check.sh [stage...]      stages: build sass test sanitize mma (default: all five)
+#   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit (default: the first
+#                                         five; audit runs only when named)
 # Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
 # every probe, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
 # sweep times and mismatch counts. Logs go to $OUT (the device tool's return folder) or build-device/out.
@@ -51,11 +52,16 @@ say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
 GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_probe)
 # Targets that exist only in some checkouts (added by later work) are built when CMake knows them.
 OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test)
+# Built with the GPU targets when the full configure works, so the audit stage reuses them.
+AUDIT_HOST_TARGETS=(audit_bench tiebreak_cli)
 if want build; then
   mode=""
-  if cmake -S "$ROOT" -B "$BUILD/full" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
-       "-DCMAKE_CUDA_ARCHITECTURES=90-real;90a-real" \
-       -DTIEBREAK_BUILD_BENCHMARKS=OFF -DTIEBREAK_BUILD_TESTS=ON >>"$LOG" 2>&1; then
+  # With the benchmarks (the audit stage times audit_bench) where Google Benchmark is installed.
+  full_cfg() {
+    cmake -S "$ROOT" -B "$BUILD/full" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
+      "-DCMAKE_CUDA_ARCHITECTURES=90-real;90a-real" -DTIEBREAK_BUILD_BENCHMARKS="$1" -DTIEBREAK_BUILD_TESTS=ON >>"$LOG" 2>&1
+  }
+  if full_cfg ON || { rm -f "$BUILD/full/CMakeCache.txt"; full_cfg OFF; }; then
     mode=full
   else
     say "top-level configure failed (missing host dependencies?): building the GPU targets alone"
@@ -72,7 +78,7 @@ if want build; then
   fi
   echo "$mode" >"$BUILD/mode"
   if [ "$mode" = full ]; then
-    for t in "${OPTIONAL_GPU_TARGETS[@]}"; do
+    for t in "${OPTIONAL_GPU_TARGETS[@]}" "${AUDIT_HOST_TARGETS[@]}"; do
       cmake --build "$BUILD/$mode" --target help 2>/dev/null | grep -q "^$t:" && GPU_TARGETS+=("$t")
     done
   else
@@ -183,6 +189,74 @@ if want mma; then
     say "mma: exit $rc"
     for f in mma-stdout.log mma-summary.md mma-table.txt; do [ -f "$mdir/$f" ] && cp "$mdir/$f" "$OUTDIR/"; done
     grep -E "validat|mismatch|GEMM|gemm" "$mdir/mma-stdout.log" 2>/dev/null | tail -30 | tee -a "$LOG"
+  fi
+fi
+
+# --- audit: the GPU f64 attention reference (issue 4) ----------------------------------------------
+# Runs attention_reference_gpu_test and audit_gpu_test, then `audit_bench --gpu-timing` (the goal:
+# B=4, H=16, S=4096, D=128, whole `tiebreak audit --device cuda` <= 2x the f64 reference pass) and,
+# when a `tiebreak` binary is at hand, the CLI itself on the same file. Binaries: prebuilt ones in
+# $TIEBREAK_AUDIT_PREBUILT (a carried folder holding them and, in lib/, the shared libraries they
+# need) when they start here; else configured and built in $BUILD/audit (needs the host dependencies:
+# Boost, Eigen, fmt, nlohmann-json, CLI11, GoogleTest, Google Benchmark; the H200 image has them).
+# TIEBREAK_AUDIT_CLI=1 also builds `tiebreak` (it links every sweep: minutes more). TIEBREAK_AUDIT_SHAPE
+# (B,H,S,D) changes the timed size. Figures go to $OUTDIR/audit.txt.
+if want audit; then
+  A_OUT="$OUTDIR/audit.txt"; : >"$A_OUT"
+  abin=""
+  pre=${TIEBREAK_AUDIT_PREBUILT:-}
+  if [ -n "$pre" ] && [ -x "$pre/attention_reference_gpu_test" ]; then
+    export LD_LIBRARY_PATH="$pre/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    if "$pre/attention_reference_gpu_test" --gtest_list_tests >/dev/null 2>>"$A_OUT"; then abin=$pre
+    else say "audit: prebuilt binaries in $pre do not start here: building"; fi
+  fi
+  # The build stage's full folder, when it built the audit binaries.
+  if [ -z "$abin" ] && [ -n "$(find_bin attention_reference_gpu_test)" ] && [ -n "$(find_bin audit_bench)" ]; then
+    abin=$B
+  fi
+  if [ -z "$abin" ]; then
+    AB="$BUILD/audit"
+    if cmake -S "$ROOT" -B "$AB" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
+         "-DCMAKE_CUDA_ARCHITECTURES=90-real" -DTIEBREAK_BUILD_BENCHMARKS=ON -DTIEBREAK_BUILD_TESTS=ON >>"$LOG" 2>&1 &&
+       timeout "$(( $(left) - 60 ))" cmake --build "$AB" -j "$JOBS" \
+         --target attention_reference_gpu_test audit_gpu_test audit_bench \
+         ${TIEBREAK_AUDIT_CLI:+tiebreak_cli} >>"$LOG" 2>&1; then
+      abin=$AB
+    else
+      say "audit: configure/build failed (host dependencies missing?); see $LOG"; status=1
+    fi
+  fi
+  if [ -n "$abin" ]; then
+    fb() { find "$abin" -type f -name "$1" -perm -u+x | head -1; }
+    for t in attention_reference_gpu_test audit_gpu_test; do
+      exe=$(fb "$t")
+      [ -n "$exe" ] || { say "audit: no $t"; status=1; continue; }
+      b=$(( $(left) - 30 ))
+      [ "$b" -lt 20 ] && { say "audit: $t skipped: no time left"; continue; }
+      t0=$(date +%s)
+      timeout "$b" "$exe" >"$OUTDIR/audit-$t.log" 2>&1
+      rc=$?
+      [ "$rc" -ne 0 ] && status=1
+      say "audit: $t exit $rc in $(( $(date +%s) - t0 ))s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUTDIR/audit-$t.log" | tr '\n' ' ')"
+      grep -E '^\[attention-ref\]|^\[  FAILED|Failure|row .*: max' "$OUTDIR/audit-$t.log" | head -60 | tee -a "$A_OUT" >>"$LOG"
+    done
+    exe=$(fb audit_bench)
+    b=$(( $(left) - 10 ))
+    if [ -n "$exe" ] && [ "$b" -gt 30 ]; then
+      f=/tmp/tiebreak_audit_timing.safetensors
+      timeout "$b" "$exe" --gpu-timing ${TIEBREAK_AUDIT_SHAPE:+--shape "$TIEBREAK_AUDIT_SHAPE"} --file "$f" 2>&1 | tee -a "$A_OUT" >>"$LOG"
+      cli=$(fb tiebreak)
+      b=$(( $(left) - 10 ))
+      if [ -n "$cli" ] && [ -f "$f" ] && [ "$b" -gt 20 ]; then
+        t0=$(date +%s%N)
+        timeout "$b" "$cli" audit "$f" --device cuda -q -o "$f.cli.json" >/dev/null 2>>"$A_OUT"
+        rc=$?
+        echo "[audit-timing] tiebreak audit --device cuda (CLI, whole process) exit $rc in $(( ($(date +%s%N) - t0) / 1000000 )) ms" | tee -a "$A_OUT" >>"$LOG"
+      fi
+    else
+      say "audit: timing skipped (no audit_bench or no time)"
+    fi
+    say "audit figures:"; grep -E "^\[audit-timing\]|max observed" "$A_OUT" | tee -a "$LOG"
   fi
 fi
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file Non-template launchers of the tensor-core probes, validation and GEMM (tiebreak/gpu/mma.hpp).
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -133,10 +134,13 @@ mma_validation mma_validate(emu::mma_instr i, const std::vector<emu::mma_model>&
   unsigned int n = 0;
   check(cudaMemcpy(counts.data(), mm.p, sizeof(unsigned long long) * max_models, cudaMemcpyDeviceToHost), "copy");
   check(cudaMemcpy(&n, nrec.p, sizeof(unsigned int), cudaMemcpyDeviceToHost), "copy");
-  std::vector<dev_mismatch> recs(max_records);
-  check(cudaMemcpy(recs.data(), rec.p, sizeof(dev_mismatch) * max_records, cudaMemcpyDeviceToHost), "copy");
+  // Only the records the kernel wrote (initcheck: the rest of the buffer is never initialised).
+  const unsigned int kept = std::min(n, static_cast<unsigned int>(max_records));
+  std::vector<dev_mismatch> recs(kept);
+  if (kept != 0)
+    check(cudaMemcpy(recs.data(), rec.p, sizeof(dev_mismatch) * kept, cudaMemcpyDeviceToHost), "copy");
   for (int j = 0; j < set.n; ++j) out.mismatches.push_back(counts[static_cast<std::size_t>(j)]);
-  for (unsigned int r = 0; r < n && r < static_cast<unsigned int>(max_records); ++r)
+  for (unsigned int r = 0; r < kept; ++r)
     out.first.push_back(mma_mismatch{recs[r].tile, recs[r].row, recs[r].col, recs[r].model, recs[r].hw, recs[r].predicted});
   return out;
 }
