@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs every build and test dependency of tiebreak on a fresh Debian machine.
 # Idempotent; run as root (CI is root) or with sudo available.
+#   tools/install-deps.sh            what tools/dev needs
+#   tools/install-deps.sh sanitize   also clang and its runtimes (ASan, UBSan, libFuzzer) for
+#                                    tools/sanitize.sh
 set -euo pipefail
 
 SUDO=""
@@ -18,6 +21,9 @@ debs=(
   nlohmann-json3-dev      # nlohmann/json
   python3 python3-pip python3-venv
 )
+if [ "${1:-}" = sanitize ]; then
+  debs+=(clang libclang-rt-dev)  # Debian's default clang (14 on bookworm) and libclang_rt.{asan,ubsan,fuzzer}
+fi
 
 missing=()
 for p in "${debs[@]}"; do

@@ -318,8 +318,8 @@ spectral_norm_result spectral_norm(matrix_view<T> m, const spectral_options& opt
   if (m.rows == 0 || m.cols == 0) {
     spectral_norm_result r;
     r.converged = true;
-    r.left = Eigen::VectorXd::Zero(m.rows);
-    r.right = Eigen::VectorXd::Zero(m.cols);
+    // No singular vectors exist ("empty if not computed"): a 2^62 x 0 header must not allocate
+    // 2^62 zeros.
     return r;
   }
   line_set<T> ls = lines_of(m);
@@ -456,6 +456,7 @@ spectral_check check_spectral_norm(matrix_view<T> m, double estimate) {
 template <class T>
 double frobenius_norm(matrix_view<T> m) {
   double scale = 0, ssq = 1;  // LAPACK dlassq: sum of squares without overflow
+  if (m.rows == 0 || m.cols == 0) return 0;  // a 2^62 x 0 view: no loop over empty rows
   for (index i = 0; i < m.rows; ++i)
     for (index j = 0; j < m.cols; ++j) {
       const double v = std::abs(static_cast<double>(m(i, j)));

@@ -7,11 +7,15 @@
 #include <tiebreak/io/npy.hpp>
 #include <tiebreak/io/safetensors.hpp>
 
+#include "../reference/parallel.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <memory>
+
+#include <unistd.h>
 
 namespace tiebreak::audit {
 namespace {
@@ -199,27 +203,31 @@ dims4 dims_of(const std::string& source, const raw_tensor& t, layout L) {
   return {t.shape[0], t.shape[2], t.shape[1], t.shape[3]};
 }
 
-/// Decodes `t` (logical dims `d`) into dense bhsd doubles; counts non-finite values.
+/// Decodes `t` (logical dims `d`) into dense bhsd doubles; counts non-finite values. Threaded over
+/// (batch, head) slices: at B=4, H=16, S=4096, D=128 one tensor is 33.5 M values (~0.3 s on one core).
 std::vector<double> decode_bhsd(const raw_tensor& t, const dims4& d, layout L, std::size_t& nonfinite) {
   std::vector<double> out(d.b * d.h * d.s * d.d);
   const std::size_t item = elem_size(t.type);
   const std::byte* base = t.bytes.data();
-  std::size_t src = 0;
+  const std::size_t slices = d.b * d.h, slice = d.s * d.d;
+  std::vector<std::size_t> bad(slices, 0);
+  reference::detail::parallel_for(slices, 0, [&](std::size_t bh) {
+    const std::size_t b = bh / d.h, h = bh % d.h;
+    std::size_t n = 0;
+    for (std::size_t s = 0; s < d.s; ++s) {
+      // bhsd: the slice is contiguous in the file; bshd: row s of head h is at ((b·S + s)·H + h)·D.
+      const std::size_t src = L == layout::bhsd ? bh * slice + s * d.d : ((b * d.s + s) * d.h + h) * d.d;
+      double* dst = out.data() + bh * slice + s * d.d;
+      for (std::size_t x = 0; x < d.d; ++x) {
+        const double v = decode(base + (src + x) * item, t.type, t.big_endian);
+        n += !std::isfinite(v);
+        dst[x] = v;
+      }
+    }
+    bad[bh] = n;
+  });
   nonfinite = 0;
-  auto put = [&](std::size_t dst) {
-    const double x = decode(base + src * item, t.type, t.big_endian);
-    if (!std::isfinite(x)) ++nonfinite;
-    out[dst] = x;
-    ++src;
-  };
-  if (L == layout::bhsd) {
-    for (std::size_t i = 0; i < out.size(); ++i) put(i);
-  } else {
-    for (std::size_t b = 0; b < d.b; ++b)
-      for (std::size_t s = 0; s < d.s; ++s)
-        for (std::size_t h = 0; h < d.h; ++h)
-          for (std::size_t x = 0; x < d.d; ++x) put(((b * d.h + h) * d.s + s) * d.d + x);
-  }
+  for (std::size_t n : bad) nonfinite += n;
   return out;
 }
 
@@ -282,12 +290,20 @@ kernel_dump load_kernel_dump(const std::filesystem::path& path, const load_optio
   reference::attention_shape& sh = out.inputs.shape;
   sh = {q.b, q.h, k.h, q.s, k.s, q.d, v.d};
 
+  // The tensors are decoded to doubles: refuse what cannot fit before allocating (a sparse file of
+  // a few TiB maps fine; its decoded copy would throw bad_alloc, or abort under ASan).
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+  const std::size_t memory = pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size) : 0;
   auto read = [&](const raw_tensor& t, const dims4& d, bool output) {
     tensor_info info;
     info.name = t.name;
     info.dtype = elem_name(t.type);
     info.shape = t.shape;
     info.elements = d.b * d.h * d.s * d.d;
+    if (memory != 0 && info.elements > memory / sizeof(double))
+      fail(src, "tensor '" + t.name + "' of shape " + shape_text(t.shape) + " is too large: " +
+                    std::to_string(info.elements) + " elements need more than the machine's " + std::to_string(memory) +
+                    " bytes of memory as f64");
     std::vector<double> values = decode_bhsd(t, d, L, info.nonfinite);
     info.format = output ? value_format_of(t, values, opt) : elem_format(t.type);
     out.tensors[t.name] = info;

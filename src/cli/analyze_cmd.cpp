@@ -19,8 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "common.hpp"
+
 namespace tiebreak::cli {
 namespace {
+
+/// Rejects NaN and Inf before CLI11's Range (which lets NaN through).
+const CLI::Validator finite_number([](std::string& s) { return finite_number_error(s); }, "FINITE");
 
 namespace an = tiebreak::analysis;
 using nlohmann::json;
@@ -60,6 +65,10 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
 struct matrix_stack {
   index count = 0, rows = 0, cols = 0;
 };
+/// A stack of empty matrices has no data to bound its count (shape (2^62, 0, 5) is a valid
+/// header of an empty file): only a single empty matrix is accepted.
+void check_stack(const std::string& file, const std::vector<std::size_t>& shape, bool empty);
+
 matrix_stack stack_of(const std::vector<std::size_t>& shape) {
   matrix_stack s{1, 1, 1};
   if (shape.size() == 1) s.cols = static_cast<index>(shape[0]);
@@ -69,6 +78,12 @@ matrix_stack stack_of(const std::vector<std::size_t>& shape) {
     for (std::size_t i = 0; i + 2 < shape.size(); ++i) s.count *= static_cast<index>(shape[i]);
   }
   return s;
+}
+
+void check_stack(const std::string& file, const std::vector<std::size_t>& shape, bool empty) {
+  if (empty && stack_of(shape).count > 1)
+    throw input_error(file + ": no values in a stack of " + std::to_string(stack_of(shape).count) + " empty matrices (shape " +
+                      shape_text(shape) + ")");
 }
 
 Eigen::MatrixXd matrix_at(const io::npy_array<double>& a, const matrix_stack& s, index i) {
@@ -101,6 +116,7 @@ struct spectral_args {
 
 json spectral_one(const std::string& file, const spectral_args& a) {
   const auto arr = io::read_npy<double>(file);
+  check_stack(file, arr.shape, arr.data.empty());
   const matrix_stack st = stack_of(arr.shape);
   an::spectral_options o;
   o.rel_tol = a.tol;
@@ -216,6 +232,7 @@ void run_align(const align_args& a) {
     const auto arr = io::read_npy<double>(f);
     if (arr.shape.size() < 2)
       throw input_error(f + ": align needs matrices (2-d) or stacks of them (3-d), got shape " + shape_text(arr.shape));
+    check_stack(f, arr.shape, arr.data.empty());
     const matrix_stack st = stack_of(arr.shape);
     for (index i = 0; i < st.count; ++i) {
       if (rows >= 0 && (st.rows != rows || st.cols != cols))
@@ -237,6 +254,7 @@ void run_align(const align_args& a) {
     if (g.shape.size() != 2 || static_cast<index>(g.shape[0]) != rows || static_cast<index>(g.shape[1]) != cols)
       throw input_error(fmt::format("{}: error gradient has shape {}, the matrices are {}x{}", a.error_grad, shape_text(g.shape), rows, cols));
     grad = matrix_at(g, stack_of(g.shape), 0);
+    if (!grad.allFinite()) throw input_error(a.error_grad + ": matrix has NaN or infinite entries");
   }
   an::update_alignment_tracker tracker(a.k);
   json steps = json::array();
@@ -276,6 +294,11 @@ void run_align(const align_args& a) {
       throw input_error(fmt::format("{}: U must be {}×m (one row per term), got shape {}", a.rank1[1], e.shape[0], shape_text(u.shape)));
     if (v.shape.size() != 2 || v.shape[0] != e.shape[0])
       throw input_error(fmt::format("{}: V must be {}×n (one row per term), got shape {}", a.rank1[2], e.shape[0], shape_text(v.shape)));
+    for (std::size_t i = 0; i < 3; ++i) {
+      const auto& arr = i == 0 ? e : i == 1 ? u : v;
+      for (double x : arr.data)
+        if (!std::isfinite(x)) throw input_error(a.rank1[i] + ": matrix has NaN or infinite entries");
+    }
     const Eigen::VectorXd ev = Eigen::Map<const Eigen::VectorXd>(e.data.data(), static_cast<index>(e.data.size()));
     const auto c = an::rank1_coherence_of(ev, matrix_at(u, stack_of(u.shape), 0), matrix_at(v, stack_of(v.shape), 0));
     out["coherence"] = c;
@@ -343,7 +366,11 @@ json bias_one(const std::string& file, const bias_args& a) {
   dopt.h = a.cusum_h;
   an::drift_detector drift(dopt);
   double max_abs_cum = 0;
-  for (double v : arr.data) max_abs_cum = std::max(max_abs_cum, std::abs(drift.push(v).cumulative_sum));
+  // The same series as the tests above: NaN and Inf are counted in `nonfinite`, not summed (one
+  // Inf would turn every later cumulative sum into Inf or NaN). The detector skips NaN and keeps
+  // the step numbering, so an alarm still names the value's index in the file.
+  for (double v : arr.data)
+    max_abs_cum = std::max(max_abs_cum, std::abs(drift.push(std::isfinite(v) ? v : NAN).cumulative_sum));
 
   json out = t;  // n, mean, sd, se, t, df, p_value, cohen_d, hedges_g, ci_low, ci_high, confidence
   out["file"] = file;
@@ -429,7 +456,7 @@ void register_analyze(CLI::App& app) {
   spectral->add_option("--cols-per-slice", sa->cols_per_slice, "Also the norm of each block of this many columns")
       ->check(CLI::PositiveNumber)->excludes("--rows-per-slice");
   spectral->add_flag("--exact", sa->exact, "Check against a full SVD (slow for large matrices); adds effective rank");
-  spectral->add_option("--tol", sa->tol, "Relative accuracy target")->capture_default_str()->check(CLI::Range(1e-15, 0.5));
+  spectral->add_option("--tol", sa->tol, "Relative accuracy target")->capture_default_str()->check(finite_number)->check(CLI::Range(1e-15, 0.5));
   spectral->add_option("--method", sa->method, "lanczos or power")->capture_default_str()->check(CLI::IsMember({"lanczos", "power"}));
   spectral->callback([sa] {
     run_reporting_errors([&] {
@@ -456,13 +483,13 @@ void register_analyze(CLI::App& app) {
   bias->add_flag("--json", ba->json_out, "One JSON object per file, one per line");
   bias->add_flag("--per-row", ba->per_row, "Also test each row of a 2-d array (e.g. one row per head)");
   bias->add_flag("--series", ba->series, "Include the cumulative sum series in the JSON");
-  bias->add_option("--block-length", ba->block_length, "Bootstrap block length (0: 1.5 n^(1/3))")->capture_default_str();
+  bias->add_option("--block-length", ba->block_length, "Bootstrap block length (0: 1.5 n^(1/3))")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
   bias->add_option("--resamples", ba->resamples, "Bootstrap resamples")->capture_default_str()->check(CLI::Range(1, 10000000));
-  bias->add_option("--seed", ba->seed, "Bootstrap seed")->capture_default_str();
-  bias->add_option("--confidence", ba->confidence, "Confidence level of the intervals")->capture_default_str()->check(CLI::Range(0.5, 0.999999));
+  bias->add_option("--seed", ba->seed, "Bootstrap seed")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
+  bias->add_option("--confidence", ba->confidence, "Confidence level of the intervals")->capture_default_str()->check(finite_number)->check(CLI::Range(0.5, 0.999999));
   bias->add_option("--warmup", ba->warmup, "Values used to estimate the CUSUM scale")->capture_default_str()->check(CLI::Range(2, 1 << 30));
-  bias->add_option("--cusum-k", ba->cusum_k, "CUSUM allowance (sd units)")->capture_default_str();
-  bias->add_option("--cusum-h", ba->cusum_h, "CUSUM threshold (sd units)")->capture_default_str();
+  bias->add_option("--cusum-k", ba->cusum_k, "CUSUM allowance (sd units)")->capture_default_str()->check(finite_number);
+  bias->add_option("--cusum-h", ba->cusum_h, "CUSUM threshold (sd units)")->capture_default_str()->check(finite_number);
   bias->callback([ba] {
     run_reporting_errors([&] {
       for (const auto& f : ba->files) {

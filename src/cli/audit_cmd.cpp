@@ -17,6 +17,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "common.hpp"
 
 namespace tiebreak::cli {
 namespace {
@@ -59,8 +60,10 @@ class progress_printer {
 };
 
 void run(const audit_args& a) {
-  if (a.device == "cuda")
-    throw std::runtime_error("--device cuda: the GPU f64 reference is not built yet (a later step of issue 4); use --device cpu");
+  if (a.device == "cuda") {  // checked before the input is read: no GPU answers at once, exit code 2
+    if (const std::string why = reference::device_unavailable_reason(); !why.empty())
+      throw std::runtime_error("--device cuda: " + why + "; use --device cpu");
+  }
   audit::load_options lo;
   lo.tensor_layout = a.layout == "bshd" ? audit::layout::bshd : audit::layout::bhsd;
   if (a.value_format != "auto") {
@@ -80,6 +83,7 @@ void run(const audit_args& a) {
   o.min_effect_ulps = a.min_effect;
   o.tie_tolerance = a.tie_tolerance;
   o.certify = a.certify;
+  o.device = a.device == "cuda" ? audit::audit_options::device_kind::cuda : audit::audit_options::device_kind::cpu;
   auto printer = std::make_shared<progress_printer>(!a.quiet);
   o.progress = [printer](std::string_view st, std::size_t d, std::size_t t) { (*printer)(st, d, t); };
   const audit::audit_report r = audit::run_audit(dump, o);
@@ -102,21 +106,23 @@ void run(const audit_args& a) {
 }  // namespace
 
 void register_audit(CLI::App& app) {
+  // CLI11's Range and NonNegativeNumber let NaN through: NaN or Inf here would poison every verdict.
+  const CLI::Validator finite([](std::string& s) { return finite_number_error(s); }, "FINITE");
   auto a = std::make_shared<audit_args>();
   CLI::App* cmd = app.add_subcommand("audit", "Per-head signed rounding error of an attention kernel against an f64 reference");
   cmd->add_option("input", a->input, "safetensors file, or folder of q.npy k.npy v.npy o.npy [do dq dk dv lse]")->required();
   cmd->add_option("--layout", a->layout, "Tensor layout")->capture_default_str()->check(CLI::IsMember({"bhsd", "bshd"}));
   cmd->add_flag("--causal", a->causal, "Causal mask (bottom-right aligned when seq_q != seq_k)");
-  cmd->add_option("--scale", a->scale, "Softmax scale (default 1/sqrt(dim))");
+  cmd->add_option("--scale", a->scale, "Softmax scale (default 1/sqrt(dim))")->check(finite);
   cmd->add_option("--device", a->device, "Where the reference runs")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("-o,--output", a->output, "Write the JSON report (schema tiebreak.audit/1, docs/audit.md) here");
   cmd->add_flag("--json", a->json_stdout, "Print the JSON report on stdout instead of the Markdown table");
   cmd->add_option("--out-format", a->value_format, "Format of the kernel's outputs for the ulp scale: auto, bf16, f16, f32")
       ->capture_default_str()->check(CLI::IsMember({"auto", "bf16", "f16", "f32", "tf32", "f64"}));
-  cmd->add_option("--alpha", a->alpha, "Significance level of a head's verdict")->capture_default_str()->check(CLI::Range(1e-300, 0.5));
-  cmd->add_option("--min-effect", a->min_effect, "Smallest mean error (ulps of the row scale) called a bias")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--tie-tolerance", a->tie_tolerance, "Near tie: scaled score within this of the row maximum")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--threads", a->threads, "Worker threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--alpha", a->alpha, "Significance level of a head's verdict")->capture_default_str()->check(finite)->check(CLI::Range(1e-300, 0.5));
+  cmd->add_option("--min-effect", a->min_effect, "Smallest mean error (ulps of the row scale) called a bias")->capture_default_str()->check(finite)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tie-tolerance", a->tie_tolerance, "Near tie: scaled score within this of the row maximum")->capture_default_str()->check(finite)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a->threads, "Worker threads (0: all cores)")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
   cmd->add_flag("--certify", a->certify, "Also check the f64 reference against a 60-digit recomputation (small problems)");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
   cmd->callback([a] {

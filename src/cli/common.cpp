@@ -3,6 +3,11 @@
 
 #include "common.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -25,6 +30,28 @@ round_mode mode_by_name(std::string_view option, std::string_view name) {
         fmt::format("{}: unknown rounding mode '{}' (expected one of rne rna rz ru rd rto sr)", option, name));
   }
   return m;
+}
+
+std::string finite_number_error(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) return "'" + text + "' is not a number";
+  if (!std::isfinite(v)) return "'" + text + "' is not a finite number";
+  return {};
+}
+
+std::string unsigned_number_error(const std::string& text) {
+  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  const std::string digits = hex ? text.substr(2) : text;
+  const bool well_formed = !digits.empty() && std::all_of(digits.begin(), digits.end(), [&](char c) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    return hex ? std::isxdigit(u) != 0 : std::isdigit(u) != 0;
+  });
+  if (!well_formed) return "'" + text + "' is not a non-negative integer";
+  errno = 0;
+  (void)std::strtoull(digits.c_str(), nullptr, hex ? 16 : 10);
+  if (errno == ERANGE) return "'" + text + "' is beyond 2^64 - 1";
+  return {};
 }
 
 host::exact_number parse_value(std::string_view text, const format_desc& from) {

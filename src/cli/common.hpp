@@ -28,6 +28,16 @@ namespace tiebreak::cli {
 /// read exactly. Throws host::parse_error (one line naming the text) when unparsable.
 [[nodiscard]] host::exact_number parse_value(std::string_view text, const format_desc& from);
 
+/// For numeric options (CLI11 validators): empty when `text` is a finite decimal number, else the
+/// problem ("'nan' is not a finite number"). CLI11's Range lets NaN through (every comparison
+/// with NaN is false), so options whose NaN or Inf would poison a result check this first.
+[[nodiscard]] std::string finite_number_error(const std::string& text);
+
+/// For unsigned integer options (seeds, counts): empty when `text` is a decimal or 0x-hex integer
+/// in [0, 2^64), else the problem. CLI11 reads "-1" into an unsigned as 2^64 - 1 and lets
+/// 18446744073709551616 through without a word.
+[[nodiscard]] std::string unsigned_number_error(const std::string& text);
+
 /// Undoes main()'s protection of "-inf" / "-nan" arguments (a leading space) in a value list.
 void restore_negative_specials(std::vector<std::string>& values);
 

@@ -118,7 +118,7 @@ void run_demo(const demo_options& opt) {
 void register_demo(CLI::App& app) {
   auto opt = std::make_shared<demo_options>();
   CLI::App* cmd = app.add_subcommand("demo", "Tie-breaking demonstration: how a tiny tail decides bf16 ties");
-  cmd->add_option("--seed", opt->seed, "Seed of the random bits of sr (counter-based splitmix64 per pair)")->capture_default_str();
+  cmd->add_option("--seed", opt->seed, "Seed of the random bits of sr (counter-based splitmix64 per pair)")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
   cmd->add_flag("--json", opt->json, "The table as one JSON object");
   cmd->callback([opt] { run_demo(*opt); });
 }

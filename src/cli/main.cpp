@@ -58,16 +58,28 @@ int main(int argc, char** argv) {
   tiebreak::cli::register_audit(app);
 #endif
   try {
-    // CLI11 reports a mistyped subcommand only as "A subcommand is required": name it.
-    if (argc > 1 && argv[1][0] != '-') {
+    // CLI11 reports a mistyped subcommand, or an option before any, only as "A subcommand is
+    // required": name it, at the top level and one level down (`analyze fourier`).
+    const auto check_subcommand = [](const CLI::App& parent, const std::string& arg, const std::string& prefix) {
       std::string names;
       bool known = false;
-      for (const CLI::App* sub : app.get_subcommands({})) {
+      for (const CLI::App* sub : const_cast<CLI::App&>(parent).get_subcommands({})) {
         names += " " + sub->get_name();
-        known = known || sub->get_name() == argv[1];
+        known = known || sub->get_name() == arg;
       }
       if (!known)
-        throw std::invalid_argument("unknown subcommand '" + std::string(argv[1]) + "' (expected one of" + names + ")");
+        throw std::invalid_argument(prefix + "unknown subcommand '" + arg + "' (expected one of" + names + ")");
+    };
+    if (argc > 1) {
+      const std::string first = argv[1];
+      if (first[0] != '-') {
+        check_subcommand(app, first, "");
+        const CLI::App* sub = app.get_subcommand(first);
+        if (argc > 2 && argv[2][0] != '-' && !const_cast<CLI::App*>(sub)->get_subcommands({}).empty())
+          check_subcommand(*sub, argv[2], first + ": ");
+      } else if (first != "--help" && first != "-h" && first != "--version") {
+        throw std::invalid_argument("unknown option '" + first + "' (a command comes first: tiebreak <command> ...)");
+      }
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

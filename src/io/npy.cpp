@@ -10,11 +10,21 @@
 #include <optional>
 #include <type_traits>
 
+#include <unistd.h>
+
 namespace tiebreak::io {
 namespace {
 
 constexpr std::size_t max_header_bytes = std::size_t{1} << 20;  // numpy writes < 4 KiB in practice
 constexpr unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+
+/// Bytes of physical memory (0 when unknown). An array that cannot fit is refused before the
+/// allocation is tried: under overcommit the allocation may succeed and the process be killed
+/// later, and under ASan an impossible allocation aborts instead of throwing.
+std::size_t physical_memory() noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+}
 
 [[noreturn]] void fail(std::string_view name, std::string_view problem) {
   std::string msg(name);
@@ -333,7 +343,15 @@ npy_array<T> parse_npy(std::span<const std::byte> bytes, std::string_view name) 
   }
   npy_array<T> out;
   out.shape = h.shape;
-  out.data.resize(count);
+  const std::size_t memory = physical_memory();
+  if (memory != 0 && count > memory / sizeof(T))
+    fail(name, "too large: " + std::to_string(count) + " elements need more than the machine's " +
+                   std::to_string(memory) + " bytes of memory");
+  try {
+    out.data.resize(count);
+  } catch (const std::bad_alloc&) {
+    fail(name, "out of memory: cannot hold " + std::to_string(count) + " elements");
+  }
   const std::byte* base = bytes.data() + h.data_offset;
   if (!h.fortran_order || h.shape.size() < 2) {
     for (std::size_t i = 0; i < count; ++i) out.data[i] = convert_one<T>(base + i * item, h.dtype, h.big_endian);
@@ -372,7 +390,16 @@ npy_array<T> read_npy(const std::filesystem::path& path) {
   const std::streamoff size = in.tellg();
   if (size < 0) fail(name, "cannot determine the file size");
   in.seekg(0, std::ios::beg);
-  std::vector<std::byte> bytes(static_cast<std::size_t>(size));
+  const std::size_t memory = physical_memory();
+  if (memory != 0 && static_cast<std::uintmax_t>(size) > memory)  // e.g. a sparse file
+    fail(name, "too large: the file's " + std::to_string(size) + " bytes exceed the machine's " +
+                   std::to_string(memory) + " bytes of memory");
+  std::vector<std::byte> bytes;
+  try {
+    bytes.resize(static_cast<std::size_t>(size));
+  } catch (const std::bad_alloc&) {
+    fail(name, "out of memory: cannot hold the file's " + std::to_string(size) + " bytes");
+  }
   if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
     fail(name, "read error");
   return parse_npy<T>(bytes, name);

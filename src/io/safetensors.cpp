@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <set>
+#include <string>
 #include <utility>
 
 #include <fcntl.h>
@@ -124,8 +126,18 @@ std::map<std::string, st_tensor> parse_safetensors(std::span<const std::byte> by
                    std::to_string(bytes.size() - 8));
   const std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), static_cast<std::size_t>(hlen));
   nlohmann::json header;
+  // nlohmann keeps only the last of repeated keys: a tensor named twice would lose one entry
+  // silently, so the top-level keys are collected while parsing and a repeat is an error.
+  std::set<std::string> keys;
+  std::string repeated;
+  const auto note_keys = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string() &&
+        !keys.insert(parsed.get<std::string>()).second && repeated.empty())
+      repeated = parsed.get<std::string>();
+    return true;
+  };
   try {
-    header = nlohmann::json::parse(text);
+    header = nlohmann::json::parse(text, note_keys);
   } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     for (char& c : what)
@@ -133,6 +145,8 @@ std::map<std::string, st_tensor> parse_safetensors(std::span<const std::byte> by
     fail(name, "malformed header: not valid JSON (" + what + ")");
   }
   if (!header.is_object()) fail(name, "malformed header: not a JSON object");
+  if (!repeated.empty())
+    fail(name, "tensor '" + printable(repeated) + "': named more than once in the header");
   const std::span<const std::byte> data = bytes.subspan(8 + static_cast<std::size_t>(hlen));
   std::map<std::string, st_tensor> out;
   for (auto it = header.begin(); it != header.end(); ++it) {

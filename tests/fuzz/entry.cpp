@@ -13,7 +13,11 @@
 
 #include "../../src/cli/common.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <map>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <span>
@@ -76,7 +80,81 @@ void check_dump(const audit::kernel_dump& d) {
   check(d.o.size() == s.o_size(), "load_kernel_dump: o size disagrees with the shape");
 }
 
+/// Counts the keys of the outermost object (repeats included), independently of parse_safetensors.
+struct top_level_keys {
+  using json = nlohmann::json;
+  int depth = 0;
+  bool object = false;
+  std::size_t keys = 0;
+  std::set<std::string> distinct;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const json::string_t&) { return true; }
+  bool string(json::string_t&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) {
+    if (depth++ == 0) object = true;
+    return true;
+  }
+  bool end_object() { return --depth, true; }
+  bool start_array(std::size_t) { return ++depth, true; }
+  bool end_array() { return --depth, true; }
+  bool key(json::string_t& k) {
+    if (depth == 1) {
+      ++keys;
+      distinct.insert(k);
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const json::exception&) { return false; }
+};
+
 }  // namespace
+
+void json_one_input(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::vector<std::byte> file(8 + size + 256);
+  for (int i = 0; i < 8; ++i) file[static_cast<std::size_t>(i)] = std::byte{static_cast<unsigned char>((std::uint64_t{size} >> (8 * i)) & 0xff)};
+  std::memcpy(file.data() + 8, data, size);
+  for (std::size_t i = 0; i < 256; ++i) file[8 + size + i] = std::byte{static_cast<unsigned char>(i * 37 + 11)};
+  const std::span<const std::byte> section(file.data() + 8 + size, 256);
+
+  top_level_keys sax;
+  const bool valid_json = nlohmann::json::sax_parse(text, &sax);
+  std::map<std::string, io::st_tensor> tensors;
+  try {
+    tensors = io::parse_safetensors(file, "fuzz.json");
+  } catch (const io::safetensors_error&) {
+    return;
+  }
+  check(valid_json, "parse_safetensors accepted a header that is not valid JSON");
+  check(sax.object, "parse_safetensors accepted a header that is not a JSON object");
+  check(sax.keys == sax.distinct.size(), "parse_safetensors accepted a header with a repeated tensor name");
+  check(tensors.size() == sax.keys - sax.distinct.count("__metadata__"),
+        "parse_safetensors: tensor count differs from the header's keys");
+  std::map<std::string, io::st_tensor_data> back;
+  for (const auto& [name, t] : tensors) {
+    check(sax.distinct.count(name) == 1, "parse_safetensors: tensor '" + name + "' is not a key of the header");
+    check(t.data.size() == t.element_count() * io::st_item_size(t.dtype),
+          "parse_safetensors: tensor '" + name + "' byte count disagrees with its shape");
+    check(t.data.empty() || (t.data.data() >= section.data() && t.data.data() + t.data.size() <= section.data() + section.size()),
+          "parse_safetensors: tensor '" + name + "' lies outside the data section");
+    back[name] = {t.dtype, t.shape, std::vector<std::byte>(t.data.begin(), t.data.end())};
+  }
+  // Written back by the encoder and parsed again: the same tensors.
+  const std::vector<std::byte> again = io::encode_safetensors(back);
+  const auto reread = io::parse_safetensors(again, "fuzz.json (re-encoded)");
+  check(reread.size() == tensors.size(), "re-encoded safetensors: tensor count changed");
+  for (const auto& [name, t] : reread) {
+    const auto it = back.find(name);
+    check(it != back.end(), "re-encoded safetensors: unknown tensor '" + name + "'");
+    check(t.dtype == it->second.dtype && t.shape == it->second.shape, "re-encoded safetensors: dtype or shape of '" + name + "' changed");
+    check(std::equal(t.data.begin(), t.data.end(), it->second.bytes.begin(), it->second.bytes.end()),
+          "re-encoded safetensors: bytes of '" + name + "' changed");
+  }
+}
 
 void npy_one_input(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);

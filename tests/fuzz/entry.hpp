@@ -27,6 +27,14 @@ void npy_one_input(const std::uint8_t* data, std::size_t size);
 /// to a file and read by audit::load_kernel_dump in both layouts.
 void safetensors_one_input(const std::uint8_t* data, std::size_t size);
 
+/// The JSON the tool reads: a safetensors header (the only JSON reader; run and report JSON are
+/// written, never read). The input is the header text, wrapped with its 8-byte length and a
+/// 256-byte data section and given to parse_safetensors. Checked against an independent SAX pass
+/// of nlohmann::json over the text: invalid JSON, a non-object and a repeated top-level key are
+/// rejected; an accepted header has one tensor per key, each inside the data section; and the
+/// tensors written back by encode_safetensors parse to the same names, dtypes, shapes and bytes.
+void json_one_input(const std::uint8_t* data, std::size_t size);
+
 /// The CLI's VALUE argument: byte 0 picks the --from format, byte 1 the --to format, the rounding
 /// mode and --saturate; the rest is the text given to cli::parse_value (decimal, C99 hex float,
 /// nan/inf, bits:0x...). A parsed value is rounded as `tiebreak round` does, its error computed
