@@ -95,6 +95,22 @@ std::size_t visible_count(const reference::attention_shape& s, bool causal, std:
   return lim <= s.seq_q ? 0 : std::min(s.seq_k, lim - s.seq_q);
 }
 
+/// Records one scored row with `exact` keys equal to its maximum and `near` within the tolerance;
+/// returns the row's tie indicator (1: the maximum repeats).
+double count_tie_row(head_report& hr, std::size_t exact, std::size_t near) {
+  ++hr.score_rows;
+  hr.tie_rows += exact >= 2;
+  hr.near_tie_rows += near >= 2;
+  return exact >= 2 ? 1.0 : 0.0;
+}
+
+/// The head's tie shares from its counts (0 rows scored: shares stay 0).
+void finish_tie_shares(head_report& hr) {
+  if (!hr.score_rows) return;
+  hr.tie_row_share = static_cast<double>(hr.tie_rows) / static_cast<double>(hr.score_rows);
+  hr.near_tie_row_share = static_cast<double>(hr.near_tie_rows) / static_cast<double>(hr.score_rows);
+}
+
 /// Tie statistics of one head from the device pass's per-row counts (the same rule as below).
 std::vector<double> tie_rows_from_counts(const reference::device_row_ties& t, std::size_t bh, std::size_t seq_q,
                                          head_report& hr) {
@@ -102,15 +118,9 @@ std::vector<double> tie_rows_from_counts(const reference::device_row_ties& t, st
   for (std::size_t i = 0; i < seq_q; ++i) {
     const std::int32_t exact = t.exact[bh * seq_q + i], near = t.near[bh * seq_q + i];
     if (exact < 0) continue;
-    ++hr.score_rows;
-    tie[i] = exact >= 2 ? 1.0 : 0.0;
-    hr.tie_rows += exact >= 2;
-    hr.near_tie_rows += near >= 2;
+    tie[i] = count_tie_row(hr, static_cast<std::size_t>(exact), static_cast<std::size_t>(std::max<std::int32_t>(near, 0)));
   }
-  if (hr.score_rows) {
-    hr.tie_row_share = static_cast<double>(hr.tie_rows) / static_cast<double>(hr.score_rows);
-    hr.near_tie_row_share = static_cast<double>(hr.near_tie_rows) / static_cast<double>(hr.score_rows);
-  }
+  finish_tie_shares(hr);
   return tie;
 }
 
@@ -141,15 +151,9 @@ std::vector<double> tie_rows(const kernel_dump& d, std::size_t b, std::size_t h,
       exact += key == m;
       near += std::abs(scale) * (m - key) <= o.tie_tolerance;
     }
-    ++hr.score_rows;
-    tie[i] = exact >= 2 ? 1.0 : 0.0;
-    hr.tie_rows += exact >= 2;
-    hr.near_tie_rows += near >= 2;
+    tie[i] = count_tie_row(hr, exact, near);
   }
-  if (hr.score_rows) {
-    hr.tie_row_share = static_cast<double>(hr.tie_rows) / static_cast<double>(hr.score_rows);
-    hr.near_tie_row_share = static_cast<double>(hr.near_tie_rows) / static_cast<double>(hr.score_rows);
-  }
+  finish_tie_shares(hr);
   return tie;
 }
 
