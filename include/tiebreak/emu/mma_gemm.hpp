@@ -352,7 +352,7 @@ TIEBREAK_FORCEINLINE void gemm_finish8(const gemm_fast_plan& p, const gemm_v8& a
   const std::uint32_t ovf_bits = (p.rne || p.overflow_to_inf) ? inf : inf - 1;
   bits = bits >= inf ? gemm_u8{} + ovf_bits : bits;
   const gemm_u8 out = (bits << p.out_shift) | ((gemm_u8)neg & (std::uint32_t{1} << p.c_sign_shift));
-  result = (bits == 0) | (mag == 0) ? gemm_u8{} : out;  // positive_zero
+  result = ((bits == 0) | (mag == 0)) ? gemm_u8{} : out;  // positive_zero
 }
 
 /// The two passes of one instruction for 8 lanes: rm = max(C's reference, max_t r_t) and acc =
