@@ -18,7 +18,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-60}"
 build="${FUZZ_BUILD:-$root/build-fuzz}"
 work="${FUZZ_WORK:-$build/fuzz-work}"
-targets="${FUZZ_TARGETS:-npy safetensors number json}"
+targets="${FUZZ_TARGETS:-npy safetensors number json report}"
 
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "fuzz.sh: SECONDS must be a positive integer, got '$seconds'" >&2

@@ -41,12 +41,47 @@ json tensor_json(const tensor_error& t) {
           {"biased", t.biased()}};
 }
 
+/// Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, at most
+/// U+10FFFF) starting at s[i], or 0 when the bytes there are not one.
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned c = at(i);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c >= 0xe0 && c <= 0xef) { n = 3; if (c == 0xe0) lo = 0xa0; if (c == 0xed) hi = 0x9f; }
+  else if (c >= 0xf0 && c <= 0xf4) { n = 4; if (c == 0xf0) lo = 0x90; if (c == 0xf4) hi = 0x8f; }
+  else return 0;
+  if (i + n > s.size()) return 0;
+  if (at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf) return 0;
+  }
+  return n;
+}
+
 }  // namespace
+
+std::string json_safe_text(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    if (const std::size_t n = utf8_sequence(s, i); n != 0) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));
+      ++i;
+    }
+  }
+  return out;
+}
 
 nlohmann::json to_json(const audit_report& r) {
   json j;
   j["schema"] = std::string(report_schema);
-  j["source"] = r.source;
+  j["source"] = json_safe_text(r.source);  // a path need not be UTF-8; JSON text must be
   j["container"] = r.container;
   j["layout"] = r.layout;
   const auto& s = r.shape;

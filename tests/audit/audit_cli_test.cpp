@@ -4,6 +4,8 @@
 #include "../cli/run_cli.hpp"
 #include "audit_fixtures.hpp"
 
+#include <tiebreak/audit/audit.hpp>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -141,6 +143,36 @@ TEST(AuditCli, NonFiniteValuesAreReportedNotFatal) {
   EXPECT_EQ(j["summary"]["nonfinite"]["o"], 2);
   EXPECT_EQ(j["summary"]["excluded_rows"], 2);
   EXPECT_EQ(j["heads"][0]["excluded_rows"], 2);
+}
+
+// A path is bytes; JSON text is UTF-8. Found by fuzz_report: such a path made the report's dump throw
+// nlohmann's type_error 316, so `tiebreak audit` exited 2 on a good file and wrote no report.
+TEST(AuditCli, PathThatIsNotUtf8IsEscapedInTheReport) {
+  const auto dir = temp_dir("cli_utf8");
+  const ref::attention_shape s{1, 1, 1, 8, 8, 4, 4};
+  const auto d = emulate_kernel(make_problem(s, 3), false, [](std::size_t, std::size_t) { return round_mode::rne; });
+  const std::string name = std::string("d\xff\xfe") + "\xc3\xa9" + "\xed\xa0\x80.safetensors";  // bad, bad, é, surrogate
+  write_dump_safetensors(dir / name, d, false);
+  const auto r = run_cli({"audit", (dir / name).string(), "-o", (dir / "r.json").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string source = read_json(dir / "r.json")["source"];
+  EXPECT_THAT(source, HasSubstr("d\\xff\\xfe\xc3\xa9\\xed\\xa0\\x80.safetensors"));
+  const auto js = run_cli({"audit", (dir / name).string(), "--json", "-q"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  EXPECT_EQ(nlohmann::json::parse(js.out)["source"], source);
+}
+
+TEST(AuditReport, JsonSafeTextKeepsUtf8AndEscapesTheRest) {
+  using tiebreak::audit::json_safe_text;
+  EXPECT_EQ(json_safe_text("plain/path.npy"), "plain/path.npy");
+  EXPECT_EQ(json_safe_text("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");  // é € 😀
+  EXPECT_EQ(json_safe_text("\xff"), "\\xff");
+  EXPECT_EQ(json_safe_text("\xc0\x80"), "\\xc0\\x80");          // overlong NUL
+  EXPECT_EQ(json_safe_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate U+D800
+  EXPECT_EQ(json_safe_text("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
+  EXPECT_EQ(json_safe_text("a\xe2\x82"), "a\\xe2\\x82");        // truncated at the end
+  EXPECT_EQ(json_safe_text(std::string("\0x", 2)), std::string("\0x", 2));  // NUL is valid UTF-8
+  EXPECT_NO_THROW((void)nlohmann::json(json_safe_text("\x80\xbf\xfe")).dump());
 }
 
 TEST(AuditCli, BadInputsExitTwoWithOneLine) {

@@ -2,6 +2,7 @@
 /// @file Fuzz entry points: the real readers and parsers, their documented errors caught, invariants checked.
 #include "entry.hpp"
 
+#include <tiebreak/audit/audit.hpp>
 #include <tiebreak/audit/inputs.hpp>
 #include <tiebreak/fp/format.hpp>
 #include <tiebreak/fp/policy.hpp>
@@ -14,6 +15,7 @@
 #include "../../src/cli/common.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -208,6 +210,126 @@ void safetensors_one_input(const std::uint8_t* data, std::size_t size) {
     } catch (const audit::input_error&) {
     }
   }
+}
+
+namespace {
+
+/// Bytes of `n` elements of dtype `t` from the cycled input bits (zeros when there are none).
+std::vector<std::byte> cycled_bytes(std::span<const std::uint8_t> bits, std::size_t& pos, std::size_t n,
+                                    io::st_dtype t) {
+  std::vector<std::byte> out(n * io::st_item_size(t));
+  for (std::byte& b : out) {
+    b = bits.empty() ? std::byte{0} : static_cast<std::byte>(bits[pos % bits.size()]);
+    ++pos;
+  }
+  return out;
+}
+
+/// Non-finite elements of a little-endian f32/bf16/f16 buffer, decoded from the field definitions.
+std::size_t count_nonfinite(const std::vector<std::byte>& b, io::st_dtype t) {
+  std::size_t n = 0;
+  const std::size_t w = io::st_item_size(t);
+  for (std::size_t i = 0; i + w <= b.size(); i += w) {
+    std::uint32_t v = 0;
+    for (std::size_t k = 0; k < w; ++k) v |= static_cast<std::uint32_t>(b[i + k]) << (8 * k);
+    const bool all_ones = t == io::st_dtype::f16 ? ((v >> 10) & 0x1f) == 0x1f
+                          : t == io::st_dtype::bf16 ? ((v >> 7) & 0xff) == 0xff
+                                                    : ((v >> 23) & 0xff) == 0xff;
+    n += all_ones;
+  }
+  return n;
+}
+
+}  // namespace
+
+void report_one_input(const std::uint8_t* data, std::size_t size) {
+  if (size < 5) return;
+  reference::attention_shape s;
+  s.batch = 1 + (data[0] & 1);
+  s.kv_heads = 1 + ((data[0] >> 1) & 1);
+  s.heads = s.kv_heads * (1 + ((data[0] >> 2) & 1));
+  s.seq_q = 1 + ((data[1] >> 0) & 7);
+  s.seq_k = 1 + ((data[1] >> 3) & 7);
+  s.dim = 1 + (data[2] & 7);
+  s.dim_v = 1 + ((data[2] >> 3) & 7);
+  const bool causal = (data[1] >> 6) & 1, with_do = (data[1] >> 7) & 1, with_dq = with_do && ((data[2] >> 6) & 1);
+  constexpr io::st_dtype out_types[] = {io::st_dtype::f32, io::st_dtype::bf16, io::st_dtype::f16, io::st_dtype::f32};
+  const io::st_dtype o_type = out_types[data[3] & 3];
+  const double tie_tolerance = (data[3] >> 2) == 0 ? 0.0 : std::ldexp(1.0, -static_cast<int>(data[3] >> 2) / 2);
+  const std::size_t name_len = std::min<std::size_t>(data[4] & 15, size - 5);
+  std::string name(reinterpret_cast<const char*>(data + 5), name_len);
+  for (char& c : name) {
+    if (c == '/' || c == '\0') c = '_';
+  }
+  const std::span<const std::uint8_t> bits(data + 5 + name_len, size - 5 - name_len);
+
+  std::map<std::string, io::st_tensor_data> tensors;
+  std::size_t pos = 0;
+  auto add = [&](const char* n, std::vector<std::size_t> shape, io::st_dtype t) {
+    std::size_t count = 1;
+    for (std::size_t d : shape) count *= d;
+    tensors[n] = {t, std::move(shape), cycled_bytes(bits, pos, count, t)};
+  };
+  add("q", {s.batch, s.heads, s.seq_q, s.dim}, io::st_dtype::f32);
+  add("k", {s.batch, s.kv_heads, s.seq_k, s.dim}, io::st_dtype::f32);
+  add("v", {s.batch, s.kv_heads, s.seq_k, s.dim_v}, io::st_dtype::f32);
+  add("o", {s.batch, s.heads, s.seq_q, s.dim_v}, o_type);
+  if (with_do) add("do", {s.batch, s.heads, s.seq_q, s.dim_v}, o_type);
+  if (with_dq) add("dq", {s.batch, s.heads, s.seq_q, s.dim}, o_type);
+  const fs::path file = scratch() / ("report-" + name + ".safetensors");
+  io::write_safetensors(file, tensors);
+
+  // Rows of the kernel's O that hold a NaN or Inf: the audit must exclude at least these.
+  std::vector<bool> o_row_nonfinite(s.batch * s.heads * s.seq_q, false);
+  {
+    const auto& ob = tensors["o"].bytes;
+    const std::size_t w = io::st_item_size(o_type), row_bytes = s.dim_v * w;
+    for (std::size_t r = 0; r < o_row_nonfinite.size(); ++r) {
+      const std::vector<std::byte> row(ob.begin() + static_cast<std::ptrdiff_t>(r * row_bytes),
+                                       ob.begin() + static_cast<std::ptrdiff_t>((r + 1) * row_bytes));
+      o_row_nonfinite[r] = count_nonfinite(row, o_type) != 0;
+    }
+  }
+
+  const audit::kernel_dump dump = audit::load_kernel_dump(file);  // a well-formed file: must load
+  audit::audit_options opt;
+  opt.causal = causal;
+  opt.threads = 1;
+  opt.tie_tolerance = tie_tolerance;
+  const audit::audit_report r = audit::run_audit(dump, opt);
+  const nlohmann::json j = audit::to_json(r);
+  const std::string text = j.dump(2);
+  const nlohmann::json back = nlohmann::json::parse(text);
+  check(back == j, "report JSON does not parse back to itself");
+  check(back.at("schema") == std::string(audit::report_schema), "report: wrong schema");
+  check(back.at("source").get<std::string>().size() >= name.size(), "report: source lost");
+  const auto& sh = back.at("shape");
+  check(sh.at("batch") == s.batch && sh.at("heads") == s.heads && sh.at("kv_heads") == s.kv_heads &&
+            sh.at("seq_q") == s.seq_q && sh.at("seq_k") == s.seq_k && sh.at("dim") == s.dim &&
+            sh.at("dim_v") == s.dim_v,
+        "report: shape differs from the input's");
+  for (const auto& [tn, t] : tensors) {
+    const auto& jt = back.at("tensors").at(tn);
+    check(jt.at("elements") == t.bytes.size() / io::st_item_size(t.dtype), "report: tensor '" + tn + "' element count");
+    check(jt.at("nonfinite") == count_nonfinite(t.bytes, t.dtype), "report: tensor '" + tn + "' non-finite count");
+  }
+  const auto& heads = back.at("heads");
+  check(heads.size() == s.batch * s.heads, "report: one head entry per (batch, head) expected");
+  std::size_t excluded = 0;
+  for (std::size_t b = 0; b < s.batch; ++b) {
+    for (std::size_t h = 0; h < s.heads; ++h) {
+      const auto& e = heads.at(b * s.heads + h);
+      check(e.at("batch") == b && e.at("head") == h && e.at("kv_head") == s.kv_head_of(h), "report: head order");
+      const std::size_t rows = e.at("rows"), ex = e.at("excluded_rows");
+      check(rows + ex == s.seq_q, "report: rows + excluded_rows != seq_q");
+      std::size_t must = 0;
+      for (std::size_t i = 0; i < s.seq_q; ++i) must += o_row_nonfinite[(b * s.heads + h) * s.seq_q + i];
+      check(ex >= must, "report: a row whose O holds NaN/Inf was not excluded");
+      excluded += ex;
+    }
+  }
+  check(r.excluded_rows >= excluded, "report: summary excluded_rows below the heads' sum");
+  check(!audit::markdown_summary(r).empty(), "report: empty Markdown summary");
 }
 
 void number_one_input(const std::uint8_t* data, std::size_t size) {

@@ -35,6 +35,16 @@ void safetensors_one_input(const std::uint8_t* data, std::size_t size);
 /// tensors written back by encode_safetensors parse to the same names, dtypes, shapes and bytes.
 void json_one_input(const std::uint8_t* data, std::size_t size);
 
+/// The report JSON the tool writes (`tiebreak audit -o/--json`; no command reads it back, so its
+/// target is the writer): bytes 0-3 pick a small attention problem (batch, heads, kv_heads, seq_q,
+/// seq_k, dim, dim_v, causal, with or without dO and dQ, the tie tolerance), the next bytes are the
+/// source name (any bytes, as a path may be), the rest the f32 bits of q, k, v, o (dO, dQ),
+/// cycled when short. run_audit, to_json, dump and markdown_summary must not throw; the dumped
+/// text must parse back to the same JSON; the report must echo the shape, hold one head entry per
+/// (batch, head) whose rows + excluded_rows = seq_q, exclude at least every row whose kernel O
+/// row holds a NaN or Inf, and count exactly the non-finite elements of every tensor.
+void report_one_input(const std::uint8_t* data, std::size_t size);
+
 /// The CLI's VALUE argument: byte 0 picks the --from format, byte 1 the --to format, the rounding
 /// mode and --saturate; the rest is the text given to cli::parse_value (decimal, C99 hex float,
 /// nan/inf, bits:0x...). A parsed value is rounded as `tiebreak round` does, its error computed

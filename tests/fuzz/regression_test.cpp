@@ -72,6 +72,10 @@ TEST(FuzzRegression, Json) {
   EXPECT_GE(replay("regressions", "json", tiebreak::fuzz::json_one_input), 1u);
 }
 
+TEST(FuzzRegression, Report) {
+  EXPECT_GE(replay("corpus", "report", tiebreak::fuzz::report_one_input), 6u);
+}
+
 TEST(FuzzRegression, Number) {
   EXPECT_GT(replay("corpus", "number", tiebreak::fuzz::number_one_input), 10u);
   EXPECT_GE(replay("regressions", "number", tiebreak::fuzz::number_one_input), 3u);

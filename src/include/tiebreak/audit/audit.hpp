@@ -116,7 +116,12 @@ struct audit_report {
 /// reference::reference_error for inconsistent sizes (load_kernel_dump never produces them).
 [[nodiscard]] audit_report run_audit(const kernel_dump& dump, const audit_options& options = {});
 
-/// The report as JSON (schema report_schema, documented in docs/audit.md). Non-finite numbers → null.
+/// `s` with every byte that is not part of a well-formed UTF-8 sequence written as the four
+/// characters `\xhh` (as Python's "backslashreplace"): file paths are bytes, JSON text is UTF-8.
+[[nodiscard]] std::string json_safe_text(std::string_view s);
+
+/// The report as JSON (schema report_schema, documented in docs/audit.md). Non-finite numbers → null;
+/// `source` through json_safe_text.
 [[nodiscard]] nlohmann::json to_json(const audit_report& r);
 
 /// A Markdown summary: one table row per head, then the verdict line.
