@@ -125,20 +125,12 @@ TIEBREAK_HDC std::uint32_t sr_tail_bits(const exact_value& x, int n) noexcept {
 template <class U>
 TIEBREAK_HDI round_result round_finite(const format_desc& f, const exact_value& x, rounding r,
                                        const convert_options& o) noexcept {
-  round_result res;
-  res.sign = x.sign;
-  res.finite_input = true;
-  res.input_sticky = x.sticky;
-
   // Fold the tail into the window: a same-sign tail is a sticky bit; an opposite-sign tail borrows
   // one unit from the window's lsb and leaves a sticky remainder (2^exp - |tail| > 0).
   const bool has_tail = x.tail_sig != 0;
   const bool borrow = has_tail && x.tail_neg;
   const U sig0 = static_cast<U>(x.sig);
   const U sig = sig0 - (borrow ? U{1} : U{0});
-  res.tail_sig = x.tail_sig;
-  res.tail_exp = x.tail_exp;
-  res.tail_neg = x.tail_neg;
 
   const int e_lead = x.exp + msb_of(sig);  // the exact value lies in [2^e_lead, 2^(e_lead+1))
   const bool tiny = e_lead < f.emin();
@@ -150,6 +142,7 @@ TIEBREAK_HDI round_result round_finite(const format_desc& f, const exact_value& 
   std::uint64_t kept;
   bool g = false, rb = false, s = x.sticky || has_tail;
   std::uint32_t top32 = 0;
+  u128 discarded = 0;
   if (k <= 0) {
     kept = static_cast<std::uint64_t>(sig << -k);  // -k <= man_bits: fits
   } else {
@@ -164,13 +157,13 @@ TIEBREAK_HDI round_result round_finite(const format_desc& f, const exact_value& 
       if (sh < 0 && has_tail) top32 |= sr_tail_bits(x, -sh);
     }
     // The exact terms use the window before the borrow.
-    res.discarded = static_cast<u128>(sig0 & low_mask<U>(k));
+    discarded = static_cast<u128>(sig0 & low_mask<U>(k));
   }
   const bool sticky_all = rb || s;
   const bool inexact = g || sticky_all;
   // Truncation of the window before the borrow differs from `kept` only when the borrow crossed
   // the result lsb (all discarded window bits were zero).
-  const std::uint64_t t0 = (borrow && k > 0 && res.discarded == 0) ? kept + 1 : kept;
+  const std::uint64_t t0 = (borrow && k > 0 && discarded == 0) ? kept + 1 : kept;
 
   if (r.mode == round_mode::rto) {
     kept |= inexact ? 1u : 0u;
@@ -178,56 +171,52 @@ TIEBREAK_HDI round_result round_finite(const format_desc& f, const exact_value& 
     ++kept;
   }
 
-  res.lsb_exp = q;
-  res.window_exp = x.exp;
-  res.discarded_count = k;
-  res.guard = g;
-  res.round_bit = rb;
-  res.sticky = s;
-  res.step = static_cast<std::int64_t>(kept) - static_cast<std::int64_t>(t0);
-  if (inexact) res.flags |= flag_inexact;
-  if (tiny && inexact) res.flags |= flag_underflow;
+  std::uint8_t flags = 0;
+  if (inexact) flags |= flag_inexact;
+  if (tiny && inexact) flags |= flag_underflow;
+  std::int64_t step = static_cast<std::int64_t>(kept) - static_cast<std::int64_t>(t0);
+  int lsb_exp = q;
+  double overflow_error = 0;
+  std::uint64_t bits;
 
   // Encode. A carry out of the significand moves to the next binade (kept was exactly 2^p).
   std::uint64_t out_kept = kept;
   int out_q = q;
   if (out_kept >> (f.man_bits + 1)) { out_kept >>= 1; ++out_q; }
-  if (out_kept == 0) {
-    res.bits = f.pack(x.sign, 0, 0);
-    return res;
-  }
-  if ((out_kept >> f.man_bits) == 0) {  // subnormal: out_q == emin - man_bits
-    res.bits = f.pack(x.sign, 0, out_kept);
-    if (o.flush_output) {
-      res.bits = f.pack(x.sign, 0, 0);
-      res.flags |= flag_underflow | flag_inexact;
-      res.step = -static_cast<std::int64_t>(t0);
-    }
-    return res;
-  }
   const int e_out = out_q + f.man_bits;
   const std::uint64_t frac = out_kept & f.frac_mask();
-  if (e_out < f.emax() || (e_out == f.emax() && frac <= f.max_frac())) {
-    res.bits = f.pack(x.sign, static_cast<std::uint64_t>(e_out + f.bias), frac);
-    return res;
-  }
-
-  // Overflow (IEEE 754 7.4), off the hot path: the error is estimated in double.
-  res.flags |= flag_overflow | flag_inexact;
-  if (!o.saturate && overflows_to_inf(r, x.sign)) {
-    res.bits = f.has_inf() ? f.inf(x.sign) : nan_bits(f, x, o.nan);
-    res.overflow_error = x.sign ? -__builtin_huge_val() : __builtin_huge_val();
+  if (out_kept == 0) {
+    bits = f.pack(x.sign, 0, 0);
+  } else if ((out_kept >> f.man_bits) == 0) {  // subnormal: out_q == emin - man_bits
+    bits = f.pack(x.sign, 0, out_kept);
+    if (o.flush_output) {
+      bits = f.pack(x.sign, 0, 0);
+      flags |= flag_underflow | flag_inexact;
+      step = -static_cast<std::int64_t>(t0);
+    }
+  } else if (e_out < f.emax() || (e_out == f.emax() && frac <= f.max_frac())) {
+    bits = f.pack(x.sign, static_cast<std::uint64_t>(e_out + f.bias), frac);
   } else {
-    res.bits = f.max_finite(x.sign);
-    res.lsb_exp = f.emax() - f.man_bits;  // one ulp of the max finite result
-    const double tail = has_tail ? (x.tail_neg ? -1.0 : 1.0) * ldexp_exact(u128_to_double(x.tail_sig), x.tail_exp)
-                                 : 0.0;
-    const double exact_mag = ldexp_exact(u128_to_double(x.sig), x.exp) + tail;
-    const double max_mag = ldexp_exact(static_cast<double>(f.max_frac() | (std::uint64_t{1} << f.man_bits)),
-                                       f.emax() - f.man_bits);
-    res.overflow_error = x.sign ? exact_mag - max_mag : max_mag - exact_mag;
+    // Overflow (IEEE 754 7.4), off the hot path: the error is estimated in double.
+    flags |= flag_overflow | flag_inexact;
+    if (!o.saturate && overflows_to_inf(r, x.sign)) {
+      bits = f.has_inf() ? f.inf(x.sign) : nan_bits(f, x, o.nan);
+      overflow_error = x.sign ? -__builtin_huge_val() : __builtin_huge_val();
+    } else {
+      bits = f.max_finite(x.sign);
+      lsb_exp = f.emax() - f.man_bits;  // one ulp of the max finite result
+      const double tail = has_tail ? (x.tail_neg ? -1.0 : 1.0) * ldexp_exact(u128_to_double(x.tail_sig), x.tail_exp)
+                                   : 0.0;
+      const double exact_mag = ldexp_exact(u128_to_double(x.sig), x.exp) + tail;
+      const double max_mag = ldexp_exact(static_cast<double>(f.max_frac() | (std::uint64_t{1} << f.man_bits)),
+                                         f.emax() - f.man_bits);
+      overflow_error = x.sign ? exact_mag - max_mag : max_mag - exact_mag;
+    }
   }
-  return res;
+  // One aggregate initialisation of every field (no default-initialised object patched field by
+  // field): compilers keep it in registers through an inlined caller.
+  return round_result{bits, flags, x.sign, g, rb, s, true, x.sticky, x.tail_neg, lsb_exp, x.exp, k, x.tail_exp,
+                      step, discarded, x.tail_sig, overflow_error};
 }
 
 }  // namespace detail

@@ -170,7 +170,7 @@ template <op Which, round_mode... Modes>
     }
     c.sign = c.hi < 0;
     const int lo_sign = c.lo == 0 ? 0 : ((c.lo < 0) == c.sign ? 1 : -1);
-    c.br = f64_bracket(BF16, std::fabs(c.hi), lo_sign);
+    f64_bracket(BF16, std::fabs(c.hi), lo_sign, c.br);  // in place (see f64_bracket)
     if constexpr (Which == op::add) {
       // T(small) - small with T truncating toward zero onto the grid 2^q of the exact sum (the
       // core's lsb_exp, checked above); |small| / 2^q < 2^9, so the conversion truncates exactly.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -39,33 +40,45 @@ struct f32_case {
   choice_t choice[2][2];    ///< [up][to_inf]: expect_choice under default options
 };
 
-inline f32_case make_f32_case(const ref_format& F, std::uint32_t x) {
-  f32_case c;
+/// Fills `c` in place (see f64_bracket: no copies of freshly built structs in the sweeps' hot loop).
+inline void make_f32_case(const ref_format& F, std::uint32_t x, f32_case& c) {
   c.x = x;
   c.sign = (x >> 31) != 0;
   const std::uint32_t ef = (x >> 23) & 0xff, frac = x & 0x7fffff;
-  if (ef == 0xff) { c.kind = frac != 0 ? f32_case::nan : f32_case::inf; return c; }
-  if (ef == 0 && frac == 0) { c.kind = f32_case::zero; return c; }
+  if (ef == 0xff) { c.kind = frac != 0 ? f32_case::nan : f32_case::inf; return; }
+  if (ef == 0 && frac == 0) { c.kind = f32_case::zero; return; }
   c.kind = f32_case::finite;
   // Decoded with the field definitions, in double (exact).
   c.mag = ef == 0 ? scale2(static_cast<double>(frac), -149)
                   : scale2(static_cast<double>(frac | 0x800000u), static_cast<int>(ef) - 150);
   c.value = c.sign ? -c.mag : c.mag;
   c.window_exp = ef == 0 ? -149 : static_cast<int>(ef) - 150;
-  c.b = f64_bracket(F, c.mag, 0);
+  f64_bracket(F, c.mag, 0, c.b);
   // Exact in double: |x| - down < 2^q, and x has 24 significant bits.
-  c.want_disc = static_cast<std::uint64_t>(scale2(c.mag - scale2(static_cast<double>(c.b.n), c.b.q), -c.window_exp));
+  c.want_disc = static_cast<std::uint64_t>(static_cast<std::int64_t>(
+      scale2(c.mag - scale2(static_cast<double>(static_cast<std::int64_t>(c.b.n)), c.b.q), -c.window_exp)));
   for (int up = 0; up < 2; ++up) {
     // The up neighbour of the largest grid value is 2^(emax+1) (past max finite): only used when the
     // mode does not overflow, so the value here does not matter then.
-    const double res_mag = scale2(static_cast<double>(c.b.n + static_cast<std::uint64_t>(up)), c.b.q);
+    const double res_mag = scale2(static_cast<double>(static_cast<std::int64_t>(c.b.n) + up), c.b.q);
     c.err[up] = (c.sign ? -res_mag : res_mag) - c.value;  // one IEEE subtraction: rounded once
     c.err_ulps[up] = scale2(c.err[up], -c.b.q);
+    // Where an overflow goes (to_inf) changes the outcome of an overflowing choice only.
     for (int to_inf = 0; to_inf < 2; ++to_inf) {
+      if (to_inf == 1 && (c.choice[up][0].flags & flag_overflow) == 0) {
+        c.choice[up][1] = c.choice[up][0];
+        break;
+      }
       const expected e = expect_choice(F, c.sign, c.b, up != 0, to_inf != 0, convert_options{});
-      c.choice[up][to_inf] = {e.bits, e.n_out, e.flags};
+      c.choice[up][to_inf].bits = e.bits;
+      c.choice[up][to_inf].n_out = e.n_out;
+      c.choice[up][to_inf].flags = e.flags;
     }
   }
+}
+inline f32_case make_f32_case(const ref_format& F, std::uint32_t x) {
+  f32_case c;
+  make_f32_case(F, x, c);
   return c;
 }
 
@@ -128,6 +141,12 @@ template <round_mode M>
   }
   return ok;
 }
+
+/// Inputs per batch of the f32 sweeps: the oracle fills `case_batch` cases, then each mode runs
+/// over the whole batch in its own tight loop (mode-major). 512 cases (~100 KB) stay in L2; one
+/// loop per mode keeps that mode's code hot and its branches trained, where the input-major order
+/// (every mode of one input, then the next input) ran seven large bodies in turn.
+inline constexpr std::size_t case_batch = 512;
 
 /// Out of line so that flattened sweep loops do not inline the string building.
 [[gnu::noinline, gnu::cold]] inline void report_f32_mismatch(mismatch_log& log, const format_desc& f, rounding r,

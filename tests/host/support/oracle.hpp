@@ -195,9 +195,10 @@ inline int exponent_of(double x) {
 /// x >= c for x = hi + (something of sign lo_sign, smaller than any gap between doubles).
 inline bool ge_perturbed(double x, double c, int lo_sign) { return lo_sign < 0 ? x > c : x >= c; }
 
-/// Bracket of |hi + lo| (lo_sign: sign of lo relative to the magnitude). Needs hi != 0.
-inline bracket f64_bracket(const ref_format& F, double a, int lo_sign) {
-  bracket b;
+/// Bracket of |hi + lo| (lo_sign: sign of lo relative to the magnitude). Needs hi != 0. Writes every
+/// field of `b` in place: the sweeps fill arrays of cases, and building a bracket elsewhere and
+/// copying it (a 16-byte load over fresh byte stores) stalls on store forwarding.
+inline void f64_bracket(const ref_format& F, double a, int lo_sign, bracket& b) {
   int e = exponent_of(a);
   if (lo_sign < 0 && a == pow2(e)) --e;  // just below a power of two
   b.tiny = e < F.emin;
@@ -205,10 +206,12 @@ inline bracket f64_bracket(const ref_format& F, double a, int lo_sign) {
   const double s = scale2(a, -b.q);  // exact: power-of-two scaling, no over/underflow here
   // floor(s) for 0 < s < 2^p (p <= 24 here) by a truncating conversion: the same value as
   // std::floor, which x86-64 without SSE4.1 compiles to a libm call (a third of a sweep's oracle).
-  double fl = static_cast<double>(static_cast<std::uint64_t>(s));
+  // Signed conversions throughout: every value here is below 2^33, and x86-64 without AVX-512 has
+  // no unsigned double <-> 64-bit conversion (the compiler emits a branch and a fix-up for each).
+  double fl = static_cast<double>(static_cast<std::int64_t>(s));
   double frac = s - fl;                   // exact
   if (lo_sign < 0 && frac == 0) { fl -= 1; frac = 1; }  // "1 - epsilon"
-  b.n = static_cast<std::uint64_t>(fl);
+  b.n = static_cast<std::uint64_t>(static_cast<std::int64_t>(fl));
   b.inexact = frac != 0 || lo_sign != 0;
   b.cmp_mid = frac > 0.5 ? 1 : (frac < 0.5 ? -1 : lo_sign);
   b.guard = ge_perturbed(frac, 0.5, lo_sign);
@@ -217,9 +220,13 @@ inline bracket f64_bracket(const ref_format& F, double a, int lo_sign) {
   const double r2 = b.round_bit ? r1 - 0.25 : r1;
   b.sticky = r2 != 0 || lo_sign != 0;
   const double t = frac * 4294967296.0;
-  double t0 = static_cast<double>(static_cast<std::uint64_t>(t));  // floor: 0 <= t < 2^32
+  double t0 = static_cast<double>(static_cast<std::int64_t>(t));  // floor: 0 <= t < 2^32
   if (t0 == t && lo_sign < 0) t0 -= 1;
-  b.top32 = static_cast<std::uint32_t>(t0);
+  b.top32 = static_cast<std::uint32_t>(static_cast<std::int64_t>(t0));
+}
+inline bracket f64_bracket(const ref_format& F, double a, int lo_sign) {
+  bracket b;
+  f64_bracket(F, a, lo_sign, b);
   return b;
 }
 

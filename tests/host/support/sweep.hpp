@@ -19,13 +19,19 @@
 #ifndef TIEBREAK_TEST_LEVEL_FULL
 #define TIEBREAK_TEST_LEVEL_FULL 1
 #endif
+#ifndef TIEBREAK_TEST_LEVEL_SMOKE
+#define TIEBREAK_TEST_LEVEL_SMOKE 0
+#endif
 
 namespace tiebreak::test {
 
 /// full: every input; quick: every 257th input (all exponents, all kinds of low bits; ~1/257 of
-/// the time). Set by the CMake option TIEBREAK_TEST_LEVEL.
+/// the time); smoke: every (16 * 257)th, for the sanitizer build (tools/sanitize.sh), where the
+/// sweeps' arithmetic runs ~10x slower and the other host tests already cover the same code. Set by
+/// the CMake option TIEBREAK_TEST_LEVEL.
 inline constexpr bool full_level = TIEBREAK_TEST_LEVEL_FULL != 0;
-inline constexpr std::uint64_t sweep_stride = full_level ? 1 : 257;
+inline constexpr bool smoke_level = !full_level && TIEBREAK_TEST_LEVEL_SMOKE != 0;
+inline constexpr std::uint64_t sweep_stride = full_level ? 1 : smoke_level ? 16 * 257 : 257;
 
 /// Collects mismatches from all threads: their count and the first few descriptions.
 class mismatch_log {
@@ -88,8 +94,8 @@ double parallel_sweep(const char* name, std::uint64_t end, std::uint64_t stride,
 }
 
 /// Sweeps the inputs [0, total) in blocks of `block` consecutive inputs: body(lo, hi) for every
-/// block at full level, for every 257th block at quick level (the same per-input work, so the time
-/// per input measured at quick level is the full sweep's). Blocks are handed out dynamically to
+/// block at full level, for every 257th block at quick level and every (16 * 257)th at smoke (the
+/// same per-input work, so the time per input measured at quick level is the full sweep's). Blocks are handed out dynamically to
 /// every hardware thread: one atomic increment per block, none per input. Consecutive inputs also
 /// keep the data-dependent branches of the core and the oracle as predictable as in the full sweep
 /// (a strided sample mispredicts them and runs up to 4x slower per input). Prints and records wall
@@ -99,7 +105,7 @@ double sweep_blocks(const char* name, std::uint64_t total, std::uint64_t block, 
   const auto t0 = std::chrono::steady_clock::now();
   const std::clock_t c0 = std::clock();
   const std::uint64_t blocks = (total + block - 1) / block;
-  const std::uint64_t block_stride = full_level ? 1 : 257;
+  const std::uint64_t block_stride = sweep_stride;
   const std::uint64_t visited = (blocks + block_stride - 1) / block_stride;
   std::atomic<std::uint64_t> next{0}, inputs{0};
   std::vector<std::thread> pool;
@@ -130,6 +136,12 @@ double sweep_blocks(const char* name, std::uint64_t total, std::uint64_t block, 
   ::testing::Test::RecordProperty(std::string(name) + "_cpu_ns_per_input", std::to_string(cpu * 1e9 / n));
   return cpu;
 }
+
+/// True for the blocks the quick level visits (every 257th block of `block` inputs, block-aligned
+/// `lo`): at the full level, checks that are a sample by design (stochastic rounding, whose random
+/// operand has its own 2^32 values per input) run on these blocks only, the same inputs at both
+/// levels.
+inline bool sampled_block(std::uint64_t lo, std::uint64_t block) { return (lo / block) % 257 == 0; }
 
 /// SplitMix64: deterministic, seedable random bits for samples.
 struct splitmix64 {
