@@ -40,16 +40,16 @@ constexpr ref_format F16 = ref_of(formats::f16);
 /// per input and ran from outside the instruction cache).
 template <round_mode M>
 [[gnu::noinline, gnu::flatten]] void check_mode(const f32_case* cs, std::size_t n, mismatch_log& log) {
+  auto check = [&](std::size_t i, bool report_failure) {
+    const rounding r{M, M == round_mode::sr ? hash32(cs[i].x) : 0u};
+    const bool ok = f32_case_matches<M>(F16, cs[i], f32_bits_to(formats::f16, cs[i].x, r), r);
+    if (report_failure && !ok) report(cs[i], r, log);
+    return ok;
+  };
   bool all = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    const rounding r{M, M == round_mode::sr ? hash32(cs[i].x) : 0u};
-    all &= f32_case_matches<M>(F16, cs[i], f32_bits_to(formats::f16, cs[i].x, r), r);
-  }
+  for (std::size_t i = 0; i < n; ++i) all &= check(i, false);
   if (all) [[likely]] return;
-  for (std::size_t i = 0; i < n; ++i) {
-    const rounding r{M, M == round_mode::sr ? hash32(cs[i].x) : 0u};
-    if (!f32_case_matches<M>(F16, cs[i], f32_bits_to(formats::f16, cs[i].x, r), r)) report(cs[i], r, log);
-  }
+  for (std::size_t i = 0; i < n; ++i) check(i, true);
 }
 
 /// One block of inputs, in batches: the oracle's case once per input (one bracket), then every mode
