@@ -14,7 +14,10 @@
 /// Marks core functions: usable from host code, device code and constant expressions.
 #define TIEBREAK_HDC TIEBREAK_HD constexpr
 
-#if defined(__CUDACC__)
+#if defined(TIEBREAK_NO_FORCEINLINE)
+// Sanitizer builds: the compiler's own inlining choice (same code, far less to compile).
+#define TIEBREAK_FORCEINLINE inline
+#elif defined(__CUDACC__)
 #define TIEBREAK_FORCEINLINE __forceinline__
 #elif defined(__GNUC__)
 #define TIEBREAK_FORCEINLINE [[gnu::always_inline]] inline
