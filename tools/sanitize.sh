@@ -3,7 +3,8 @@
 # ASan + UBSan run of the host test suite and a short run of every libFuzzer target (issue 7,
 # docs/fuzzing.md, docs/testing.md). One clang build folder serves both: TIEBREAK_BUILD_FUZZERS
 # compiles every host source with -fsanitize=address,undefined -fno-sanitize-recover=undefined
-# (plus libFuzzer's coverage counters) and CUDA off, and TIEBREAK_BUILD_TESTS adds the tests.
+# (plus libFuzzer's coverage counters) and CUDA off, and TIEBREAK_BUILD_TESTS adds the tests. The same
+# option defines TIEBREAK_NO_FORCEINLINE: the core's forced inlining made the ASan build 4x longer.
 #
 #   tools/sanitize.sh [all|test|fuzz]    default all: build, ctest, then the fuzz targets
 #   SANITIZE_BUILD=build-asan            build folder (separate from the normal build)

@@ -185,7 +185,7 @@ template <op Which, round_mode... Modes>
 
 // Pair i = (a << 16) | b; consecutive pairs share a and step b, which keeps the branches of the
 // core and the oracle predictable (sweep_blocks). Modes: rne over every pair, which is what the CI
-// budget allows (add 259 s, mul 191 s of wall time on 2 cores at the full level; docs/rounding.md,
+// budget allows (add 172 s, mul 103 s of wall time on 2 cores at the full level in CI; docs/rounding.md,
 // "Test oracles"); the other modes are covered by the random and adversarial samples of ops_test.cpp.
 // Add a mode to the template argument list to sweep it too.
 TEST(ops_exhaustive, bf16_add_all_pairs_rne) {
