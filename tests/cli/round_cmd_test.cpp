@@ -25,17 +25,6 @@ using tiebreak::test::run_cli;
 using rational = boost::multiprecision::cpp_rational;
 using integer = boost::multiprecision::cpp_int;
 
-nlohmann::json round_one(const std::vector<std::string>& opts, const std::string& value) {
-  std::vector<std::string> args = {"round", "--json"};
-  args.insert(args.end(), opts.begin(), opts.end());
-  args.push_back(value);
-  const auto r = run_cli(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  const auto js = json_lines(r.out);
-  EXPECT_EQ(js.size(), 1u);
-  return js.empty() ? nlohmann::json{} : js[0];
-}
-
 /// `tiebreak round --json OPTS VALUES...` in one process: one JSON object per value, in order.
 std::vector<nlohmann::json> round_many(const std::vector<std::string>& opts, const std::vector<std::string>& values) {
   std::vector<std::string> args = {"round", "--json"};
@@ -47,6 +36,10 @@ std::vector<nlohmann::json> round_many(const std::vector<std::string>& opts, con
   EXPECT_EQ(js.size(), values.size());
   js.resize(values.size());
   return js;
+}
+
+nlohmann::json round_one(const std::vector<std::string>& opts, const std::string& value) {
+  return round_many(opts, {value})[0];
 }
 
 std::string hex_bits(std::uint64_t v, int digits) { return fmt::format("0x{:0{}x}", v, digits); }
