@@ -7,7 +7,7 @@
 /// file, reference, statistics, JSON report written to PATH.json), each twice, and prints the ratio.
 #include "audit_fixtures.hpp"  // tests/audit: seeded bf16 problems and the emulated kernel
 
-#include "../../src/reference/parallel.hpp"
+#include "../../src/audit/reference/parallel.hpp"
 
 #include <tiebreak/audit/audit.hpp>
 

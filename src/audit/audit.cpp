@@ -2,7 +2,7 @@
 /// @file The audit: reference pass, per-row normalised errors, per-head tests, trigger statistics.
 #include <tiebreak/audit/audit.hpp>
 
-#include "../reference/parallel.hpp"
+#include "reference/parallel.hpp"
 
 #include <tiebreak/fp/round.hpp>
 #include <tiebreak/fp/value.hpp>

@@ -7,7 +7,7 @@
 #include <tiebreak/io/npy.hpp>
 #include <tiebreak/io/safetensors.hpp>
 
-#include "../reference/parallel.hpp"
+#include "reference/parallel.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Tests of the exact host helpers (src/include/tiebreak/host/exact.hpp).
+/// @file Tests of the exact host helpers (src/host/include/tiebreak/host/exact.hpp).
 ///
 /// Oracles: Boost rationals built by hand, and glibc's correctly rounded strtod/strtof under
 /// fesetround for the rounding of parsed decimals (an implementation independent of the core).

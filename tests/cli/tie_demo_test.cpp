@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Tests of the tie demonstration sweep (src/include/tiebreak/host/tie_demo.hpp).
+/// @file Tests of the tie demonstration sweep (src/host/include/tiebreak/host/tie_demo.hpp).
 ///
 /// demo_pair takes shortcuts for speed (exact f32 sums built from integers, the fast f32 -> bf16
 /// narrowing); here every variant of every pair of several binades is recomputed with

@@ -683,7 +683,7 @@ void gemm(const mma_model& m, int M, int N, int K, const TA* A, const TB* B, con
 
 #if defined(TIEBREAK_EMU_GEMM_PREBUILT)
 // Targets that link tiebreak::host get this definition: the library compiles gemm on 32-bit
-// encodings once (src/lib/emu_gemm.cpp). Its eight table models, each inlined into its own loop,
+// encodings once (src/host/lib/emu_gemm.cpp). Its eight table models, each inlined into its own loop,
 // took 1.5-3 min of compile time in every file that used gemm. Without the macro (the core used
 // alone, header-only) every translation unit instantiates it as usual.
 extern template void gemm<std::uint32_t, std::uint32_t, std::uint32_t>(const mma_model&, int, int, int,

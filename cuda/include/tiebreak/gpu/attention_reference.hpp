@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file The f64 attention reference on the GPU: forward, backward and tie statistics (plain C++).
 ///
-/// Semantics are those of tiebreak::reference::attention_f64 (src/include/tiebreak/reference/
+/// Semantics are those of tiebreak::reference::attention_f64 (src/audit/include/tiebreak/reference/
 /// attention.hpp), which wraps this launcher as attention_f64_device(): S = scale · Q Kᵀ with the
 /// dot products in f64, P = exp(S − m) / l, O = P V, LSE = m + log l, delta = rowsum(dO ∘ O),
 /// dS = P ∘ (dP − delta), dQ = scale · dS K, dK = scale · dSᵀ Q, dV = Pᵀ dO; bottom-right causal
