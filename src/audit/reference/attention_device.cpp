@@ -24,8 +24,8 @@ std::string device_unavailable_reason() {
 attention_outputs attention_f64_device(const attention_inputs& in, const attention_options& opt, device_row_ties* ties,
                                        device_timing* timing) {
   detail::check_inputs(in, "");
-  const attention_shape& s = in.shape;
 #ifdef TIEBREAK_HAVE_GPU
+  const attention_shape& s = in.shape;
   if (s.dim > gpu::attention_f64_max_dim || s.dim_v > gpu::attention_f64_max_dim)
     throw reference_error("the GPU f64 reference takes dim and dim_v up to " + std::to_string(gpu::attention_f64_max_dim) +
                           " (have " + std::to_string(s.dim) + ", " + std::to_string(s.dim_v) + "); use the host reference");
