@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "mma_device.cuh"
+#include "tiebreak/gpu/cuda_check.cuh"
 #include "tiebreak/gpu/mma.hpp"
 
 namespace tiebreak::gpu {
@@ -16,12 +17,11 @@ namespace tiebreak::gpu {
 namespace {
 
 using namespace mma_detail;
+using detail::device_buffer;
 
 int g_desc_variant = 0;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("tiebreak::gpu::mma: ") + what + ": " + cudaGetErrorString(e));
-}
+constexpr detail::cuda_check check{"tiebreak::gpu::mma"};
 
 /// Calls f.template operator()<I>() for the runtime instruction i.
 template <class F>
@@ -37,16 +37,6 @@ decltype(auto) dispatch(emu::mma_instr i, F&& f) {
     default: return f.template operator()<mma_instr::wgmma_k32_e5m2>();
   }
 }
-
-/// A device buffer freed on scope exit.
-template <class T>
-struct dev_buf {
-  T* p = nullptr;
-  explicit dev_buf(std::size_t n) { check(cudaMalloc(&p, (n == 0 ? 1 : n) * sizeof(T)), "cudaMalloc"); }
-  ~dev_buf() { cudaFree(p); }
-  dev_buf(const dev_buf&) = delete;
-  dev_buf& operator=(const dev_buf&) = delete;
-};
 
 }  // namespace
 
@@ -66,21 +56,14 @@ bool mma_available(emu::mma_instr i) noexcept {
 }
 
 std::string mma_device_description() {
-  int n = 0, dev = 0, drv = 0, rt = 0;
+  int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
     cudaGetLastError();
     return std::string("no usable GPU: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "no device");
   }
-  cudaDeviceProp p{};
-  cudaGetDevice(&dev);
-  cudaGetDeviceProperties(&p, dev);
-  cudaDriverGetVersion(&drv);
-  cudaRuntimeGetVersion(&rt);
-  return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
-         std::to_string(p.multiProcessorCount) + " SMs, driver " + std::to_string(drv / 1000) + "." +
-         std::to_string(drv % 1000 / 10) + ", runtime " + std::to_string(rt / 1000) + "." +
-         std::to_string(rt % 1000 / 10) + ")";
+  std::string d = detail::current_device_description();
+  return d.empty() ? "no usable GPU" : d;
 }
 
 void mma_set_wgmma_desc_variant(int variant) { g_desc_variant = variant == 0 ? 0 : 1; }
@@ -90,14 +73,16 @@ void mma_run_tiles(emu::mma_instr i, std::size_t count, const std::uint32_t* A, 
                    const std::uint32_t* C, std::uint32_t* D) {
   const emu::mma_model& m = emu::mma_entry(i).model;
   const std::size_t na = count * m.m * m.k, nb = count * m.k * m.n, nc = count * m.m * m.n;
-  dev_buf<std::uint32_t> da(na), db(nb), dc(nc), dd(nc);
-  check(cudaMemcpy(da.p, A, na * 4, cudaMemcpyHostToDevice), "copy A");
-  check(cudaMemcpy(db.p, B, nb * 4, cudaMemcpyHostToDevice), "copy B");
-  check(cudaMemcpy(dc.p, C, nc * 4, cudaMemcpyHostToDevice), "copy C");
-  check(dispatch(i, [&]<mma_instr I>() { return launch<I>::run_tiles(count, da.p, db.p, dc.p, dd.p, g_desc_variant); }),
+  device_buffer<std::uint32_t> da(na, check), db(nb, check), dc(nc, check), dd(nc, check);
+  check(cudaMemcpy(da.data(), A, na * 4, cudaMemcpyHostToDevice), "copy A");
+  check(cudaMemcpy(db.data(), B, nb * 4, cudaMemcpyHostToDevice), "copy B");
+  check(cudaMemcpy(dc.data(), C, nc * 4, cudaMemcpyHostToDevice), "copy C");
+  check(dispatch(i, [&]<mma_instr I>() {
+          return launch<I>::run_tiles(count, da.data(), db.data(), dc.data(), dd.data(), g_desc_variant);
+        }),
         "run_tiles launch");
   check(cudaDeviceSynchronize(), "run_tiles");
-  check(cudaMemcpy(D, dd.p, nc * 4, cudaMemcpyDeviceToHost), "copy D");
+  check(cudaMemcpy(D, dd.data(), nc * 4, cudaMemcpyDeviceToHost), "copy D");
 }
 
 mma_validation mma_validate(emu::mma_instr i, const std::vector<emu::mma_model>& models, std::uint64_t min_cases,
@@ -110,17 +95,17 @@ mma_validation mma_validate(emu::mma_instr i, const std::vector<emu::mma_model>&
   const emu::mma_model& m = emu::mma_entry(i).model;
   const std::uint64_t per_tile = static_cast<std::uint64_t>(m.m) * m.n;
   const std::uint64_t chunk = (std::uint64_t{1} << 24) / per_tile;  // ~16.7 M cases per launch
-  dev_buf<unsigned long long> mm(max_models);
-  dev_buf<unsigned int> nrec(1);
-  dev_buf<dev_mismatch> rec(max_records);
-  check(cudaMemset(mm.p, 0, sizeof(unsigned long long) * max_models), "memset");
-  check(cudaMemset(nrec.p, 0, sizeof(unsigned int)), "memset");
+  device_buffer<unsigned long long> mm(max_models, check);
+  device_buffer<unsigned int> nrec(1, check);
+  device_buffer<dev_mismatch> rec(max_records, check);
+  check(cudaMemset(mm.data(), 0, sizeof(unsigned long long) * max_models), "memset");
+  check(cudaMemset(nrec.data(), 0, sizeof(unsigned int)), "memset");
   mma_validation out;
   const auto t0 = std::chrono::steady_clock::now();
   std::uint64_t tiles = 0;
   while (tiles * per_tile < min_cases) {
     check(dispatch(i, [&]<mma_instr I>() {
-            return launch<I>::validate(set, seed, tiles, chunk, mm.p, nrec.p, rec.p, g_desc_variant);
+            return launch<I>::validate(set, seed, tiles, chunk, mm.data(), nrec.data(), rec.data(), g_desc_variant);
           }),
           "validate launch");
     check(cudaDeviceSynchronize(), "validate");
@@ -132,13 +117,13 @@ mma_validation mma_validate(emu::mma_instr i, const std::vector<emu::mma_model>&
   out.cases = tiles * per_tile;
   std::vector<unsigned long long> counts(max_models);
   unsigned int n = 0;
-  check(cudaMemcpy(counts.data(), mm.p, sizeof(unsigned long long) * max_models, cudaMemcpyDeviceToHost), "copy");
-  check(cudaMemcpy(&n, nrec.p, sizeof(unsigned int), cudaMemcpyDeviceToHost), "copy");
+  check(cudaMemcpy(counts.data(), mm.data(), sizeof(unsigned long long) * max_models, cudaMemcpyDeviceToHost), "copy");
+  check(cudaMemcpy(&n, nrec.data(), sizeof(unsigned int), cudaMemcpyDeviceToHost), "copy");
   // Only the records the kernel wrote (initcheck: the rest of the buffer is never initialised).
   const unsigned int kept = std::min(n, static_cast<unsigned int>(max_records));
   std::vector<dev_mismatch> recs(kept);
   if (kept != 0)
-    check(cudaMemcpy(recs.data(), rec.p, sizeof(dev_mismatch) * kept, cudaMemcpyDeviceToHost), "copy");
+    check(cudaMemcpy(recs.data(), rec.data(), sizeof(dev_mismatch) * kept, cudaMemcpyDeviceToHost), "copy");
   for (int j = 0; j < set.n; ++j) out.mismatches.push_back(counts[static_cast<std::size_t>(j)]);
   for (unsigned int r = 0; r < kept; ++r)
     out.first.push_back(mma_mismatch{recs[r].tile, recs[r].row, recs[r].col, recs[r].model, recs[r].hw, recs[r].predicted});
@@ -151,14 +136,16 @@ void mma_gemm(emu::mma_instr i, int M, int N, int K, const std::uint32_t* A, con
   if (M % m.m != 0 || N % 8 != 0 || K % m.k != 0) throw std::invalid_argument("mma_gemm: shape not a multiple of the tile");
   const std::size_t na = static_cast<std::size_t>(M) * K, nb = static_cast<std::size_t>(K) * N,
                     nc = static_cast<std::size_t>(M) * N;
-  dev_buf<std::uint32_t> da(na), db(nb), dc(nc), dd(nc);
-  check(cudaMemcpy(da.p, A, na * 4, cudaMemcpyHostToDevice), "copy A");
-  check(cudaMemcpy(db.p, B, nb * 4, cudaMemcpyHostToDevice), "copy B");
-  check(cudaMemcpy(dc.p, C, nc * 4, cudaMemcpyHostToDevice), "copy C");
-  check(dispatch(i, [&]<mma_instr I>() { return launch<I>::gemm(M, N, K, da.p, db.p, dc.p, dd.p, g_desc_variant); }),
+  device_buffer<std::uint32_t> da(na, check), db(nb, check), dc(nc, check), dd(nc, check);
+  check(cudaMemcpy(da.data(), A, na * 4, cudaMemcpyHostToDevice), "copy A");
+  check(cudaMemcpy(db.data(), B, nb * 4, cudaMemcpyHostToDevice), "copy B");
+  check(cudaMemcpy(dc.data(), C, nc * 4, cudaMemcpyHostToDevice), "copy C");
+  check(dispatch(i, [&]<mma_instr I>() {
+          return launch<I>::gemm(M, N, K, da.data(), db.data(), dc.data(), dd.data(), g_desc_variant);
+        }),
         "gemm launch");
   check(cudaDeviceSynchronize(), "gemm");
-  check(cudaMemcpy(D, dd.p, nc * 4, cudaMemcpyDeviceToHost), "copy D");
+  check(cudaMemcpy(D, dd.data(), nc * 4, cudaMemcpyDeviceToHost), "copy D");
 }
 
 }  // namespace tiebreak::gpu

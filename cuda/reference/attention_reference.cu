@@ -31,14 +31,14 @@
 #include <string>
 #include <utility>
 
+#include "tiebreak/attn/problem.hpp"
 #include "tiebreak/gpu/attention_reference.hpp"
+#include "tiebreak/gpu/cuda_check.cuh"
 
 namespace tiebreak::gpu {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("tiebreak::gpu::attention_f64: ") + what + ": " + cudaGetErrorString(e));
-}
+constexpr detail::cuda_check check{"tiebreak::gpu::attention_f64"};
 
 /// Tile shapes. TM: rows per thread (row tile 16·TM), TN: columns per thread in a score tile
 /// (column tile 16·TN), NC: output columns per thread (16·NC >= dim, dim_v).
@@ -53,11 +53,11 @@ using traits_128 = tile_traits<4, 2, 8>;
 // dim, dim_v <= 256: 32-row, 16-column tiles (<= 206 KB).
 using traits_256 = tile_traits<2, 1, 16>;
 
-/// The problem as the kernels see it: device pointers.
+/// The problem as the kernels see it: the problem itself (sizes <= 2^30, so the kernels' int
+/// indices are exact) and device pointers.
 struct params {
-  int batch, heads, kv_heads, seq_q, seq_k, dim, dim_v;
-  bool causal;
-  double scale, tie_tolerance;
+  attn::problem pr;
+  double tie_tolerance;
   const double *q, *k, *v, *d_o;
   double *o, *lse, *delta, *dq, *dk, *dv;
   double *m, *l;                  // scratch: per query row
@@ -65,12 +65,12 @@ struct params {
   const int* nonfinite_input;     // != 0: some input is NaN/Inf, so masked tiles cannot be skipped
 };
 
-/// Keys visible to query row i: the prefix [0, n) (bottom-right causal alignment).
+/// Keys visible to query row i: the prefix [0, n).
 __device__ __forceinline__ int visible_count(const params& p, int i) {
-  if (!p.causal) return p.seq_k;
-  const long lim = static_cast<long>(i) + p.seq_k + 1 - p.seq_q;
-  return lim <= 0 ? 0 : static_cast<int>(lim < p.seq_k ? lim : p.seq_k);
+  return static_cast<int>(p.pr.visible_keys(static_cast<std::size_t>(i)));
 }
+/// A size of the problem as an int (the launcher checks every size <= 2^30).
+__device__ __forceinline__ int isize(std::size_t n) { return static_cast<int>(n); }
 
 /// Maximum with the host's NaN rule (std::max(m, x): x is taken only when m < x, so NaN is skipped).
 __device__ __forceinline__ double max_skip_nan(double m, double x) { return m < x ? x : m; }
@@ -132,37 +132,45 @@ __device__ __forceinline__ void tile_accumulate(double (&out)[TM][NC], const dou
   }
 }
 
-__device__ __forceinline__ long q_row(const params& p, int bh, int i) { return static_cast<long>(bh) * p.seq_q + i; }
-__device__ __forceinline__ long kv_row(const params& p, int bkv, int j) { return static_cast<long>(bkv) * p.seq_k + j; }
+/// Row numbers in the bhsd layout (attn::shape::q_row, kv_row) as the kernels' signed indices.
+__device__ __forceinline__ long q_row(const params& p, int b, int h, int i) {
+  using z = std::size_t;
+  return static_cast<long>(p.pr.shape.q_row(static_cast<z>(b), static_cast<z>(h), static_cast<z>(i)));
+}
+__device__ __forceinline__ long kv_row(const params& p, int b, int kvh, int j) {
+  using z = std::size_t;
+  return static_cast<long>(p.pr.shape.kv_row(static_cast<z>(b), static_cast<z>(kvh), static_cast<z>(j)));
+}
 
 template <class T>
 __global__ void __launch_bounds__(256) forward_kernel(params p) {
   constexpr int TM = T::TM, TN = T::TN, NC = T::NC, BQ = T::rows, BK = T::cols;
   extern __shared__ double smem[];
-  const int D = p.dim, Dv = p.dim_v;
+  const attn::shape& s = p.pr.shape;
+  const int D = isize(s.dim), Dv = isize(s.dim_v), Sq = isize(s.seq_q), Sk = isize(s.seq_k);
   double* Qs = smem;
   double* Ks = Qs + BQ * (D + 1);
   double* Vs = Ks + BK * (D + 1);
   double* Ps = Vs + BK * (Dv + 1);  // [BQ][BK + 1]
 
-  const int bh = blockIdx.y, b = bh / p.heads, h = bh % p.heads;
-  const int bkv = b * p.kv_heads + h / (p.heads / p.kv_heads);
+  const int b = blockIdx.y / isize(s.heads), h = blockIdx.y % isize(s.heads), kvh = isize(s.kv_head(h));
   const int q0 = blockIdx.x * BQ;
-  const double* Qg = p.q + q_row(p, bh, 0) * D;
-  const double* Kg = p.k + kv_row(p, bkv, 0) * D;
-  const double* Vg = p.v + kv_row(p, bkv, 0) * Dv;
-  load_tile(Qs, Qg, q0, BQ, p.seq_q, D);
+  const double* Qg = p.q + q_row(p, b, h, 0) * D;
+  const double* Kg = p.k + kv_row(p, b, kvh, 0) * D;
+  const double* Vg = p.v + kv_row(p, b, kvh, 0) * Dv;
+  load_tile(Qs, Qg, q0, BQ, Sq, D);
 
   int n[TM];
   for (int a = 0; a < TM; ++a) {
     const int i = q0 + threadIdx.y + 16 * a;
-    n[a] = i < p.seq_q ? visible_count(p, i) : 0;
+    n[a] = i < Sq ? visible_count(p, i) : 0;
   }
   // Fully masked key tiles contribute 0·x: skipped only when every input is finite (then 0·x = ±0).
-  const int last = (q0 + BQ < p.seq_q ? q0 + BQ : p.seq_q) - 1;
-  const int key_end = *p.nonfinite_input ? p.seq_k : visible_count(p, last);
+  const int last = (q0 + BQ < Sq ? q0 + BQ : Sq) - 1;
+  const int key_end = *p.nonfinite_input ? Sk : visible_count(p, last);
   const int tiles = (key_end + BK - 1) / BK;
-  const double sigma = p.scale < 0 ? -1.0 : 1.0;
+  const double scale = p.pr.scale;
+  const double sigma = scale < 0 ? -1.0 : 1.0;
 
   // Pass 1: the row maximum of the scaled scores, and of σ·(q·k) for the tie statistics.
   double m[TM], dmax[TM];
@@ -170,7 +178,7 @@ __global__ void __launch_bounds__(256) forward_kernel(params p) {
   for (int a = 0; a < TM; ++a) m[a] = dmax[a] = -INFINITY, finite[a] = true;
   for (int t = 0; t < tiles; ++t) {
     __syncthreads();
-    load_tile(Ks, Kg, t * BK, BK, p.seq_k, D);
+    load_tile(Ks, Kg, t * BK, BK, Sk, D);
     __syncthreads();
     double dot[TM][TN];
     tile_dots<TM, TN>(dot, Qs, Ks, D);
@@ -178,7 +186,7 @@ __global__ void __launch_bounds__(256) forward_kernel(params p) {
       for (int c = 0; c < TN; ++c) {
         const int j = t * BK + threadIdx.x + 16 * c;
         if (j < n[a]) {
-          m[a] = max_skip_nan(m[a], dot[a][c] * p.scale);
+          m[a] = max_skip_nan(m[a], dot[a][c] * scale);
           finite[a] = finite[a] && isfinite(dot[a][c]);
           dmax[a] = max_skip_nan(dmax[a], sigma * dot[a][c]);
         }
@@ -197,11 +205,11 @@ __global__ void __launch_bounds__(256) forward_kernel(params p) {
     l[a] = 0, exact[a] = near[a] = 0;
     for (int c = 0; c < NC; ++c) acc[a][c] = 0;
   }
-  const double abs_scale = fabs(p.scale);
+  const double abs_scale = fabs(scale);
   for (int t = 0; t < tiles; ++t) {
     __syncthreads();
-    load_tile(Ks, Kg, t * BK, BK, p.seq_k, D);
-    load_tile(Vs, Vg, t * BK, BK, p.seq_k, Dv);
+    load_tile(Ks, Kg, t * BK, BK, Sk, D);
+    load_tile(Vs, Vg, t * BK, BK, Sk, Dv);
     __syncthreads();
     double dot[TM][TN];
     tile_dots<TM, TN>(dot, Qs, Ks, D);
@@ -210,7 +218,7 @@ __global__ void __launch_bounds__(256) forward_kernel(params p) {
         const int j = t * BK + threadIdx.x + 16 * c;
         double pr = 0;
         if (j < n[a]) {
-          pr = exp(dot[a][c] * p.scale - m[a]);
+          pr = exp(dot[a][c] * scale - m[a]);
           l[a] = l[a] + pr;
           const double key = sigma * dot[a][c];
           exact[a] += key == dmax[a];
@@ -228,8 +236,8 @@ __global__ void __launch_bounds__(256) forward_kernel(params p) {
     exact[a] = row_sum_int(exact[a]);
     near[a] = row_sum_int(near[a]);
     const int i = q0 + threadIdx.y + 16 * a;
-    const bool in = i < p.seq_q;
-    const long r = q_row(p, bh, in ? i : 0);
+    const bool in = i < Sq;
+    const long r = q_row(p, b, h, in ? i : 0);
     double dsum = 0;
     for (int c = 0; c < NC; ++c) {
       const int col = threadIdx.x + 16 * c;
@@ -263,33 +271,34 @@ template <class T>
 __global__ void __launch_bounds__(256) backward_dq_kernel(params p) {
   constexpr int TM = T::TM, TN = T::TN, NC = T::NC, BQ = T::rows, BK = T::cols;
   extern __shared__ double smem[];
-  const int D = p.dim, Dv = p.dim_v;
+  const attn::shape& s = p.pr.shape;
+  const int D = isize(s.dim), Dv = isize(s.dim_v), Sq = isize(s.seq_q), Sk = isize(s.seq_k);
   double* Qs = smem;
   double* dOs = Qs + BQ * (D + 1);
   double* Ks = dOs + BQ * (Dv + 1);
   double* Vs = Ks + BK * (D + 1);
   double* dSs = Vs + BK * (Dv + 1);  // [BQ][BK + 1]
 
-  const int bh = blockIdx.y, b = bh / p.heads, h = bh % p.heads;
-  const int bkv = b * p.kv_heads + h / (p.heads / p.kv_heads);
+  const int b = blockIdx.y / isize(s.heads), h = blockIdx.y % isize(s.heads), kvh = isize(s.kv_head(h));
   const int q0 = blockIdx.x * BQ;
-  const double* Kg = p.k + kv_row(p, bkv, 0) * D;
-  const double* Vg = p.v + kv_row(p, bkv, 0) * Dv;
-  load_tile(Qs, p.q + q_row(p, bh, 0) * D, q0, BQ, p.seq_q, D);
-  load_tile(dOs, p.d_o + q_row(p, bh, 0) * Dv, q0, BQ, p.seq_q, Dv);
+  const double scale = p.pr.scale;
+  const double* Kg = p.k + kv_row(p, b, kvh, 0) * D;
+  const double* Vg = p.v + kv_row(p, b, kvh, 0) * Dv;
+  load_tile(Qs, p.q + q_row(p, b, h, 0) * D, q0, BQ, Sq, D);
+  load_tile(dOs, p.d_o + q_row(p, b, h, 0) * Dv, q0, BQ, Sq, Dv);
 
   int n[TM];
   double m[TM], l[TM], delta[TM];
   for (int a = 0; a < TM; ++a) {
     const int i = q0 + threadIdx.y + 16 * a;
-    const bool in = i < p.seq_q;
+    const bool in = i < Sq;
     n[a] = in ? visible_count(p, i) : 0;
-    m[a] = in ? p.m[q_row(p, bh, i)] : 0.0;
-    l[a] = in ? p.l[q_row(p, bh, i)] : 1.0;
-    delta[a] = in ? p.delta[q_row(p, bh, i)] : 0.0;
+    m[a] = in ? p.m[q_row(p, b, h, i)] : 0.0;
+    l[a] = in ? p.l[q_row(p, b, h, i)] : 1.0;
+    delta[a] = in ? p.delta[q_row(p, b, h, i)] : 0.0;
   }
-  const int last = (q0 + BQ < p.seq_q ? q0 + BQ : p.seq_q) - 1;
-  const int key_end = *p.nonfinite_input ? p.seq_k : visible_count(p, last);
+  const int last = (q0 + BQ < Sq ? q0 + BQ : Sq) - 1;
+  const int key_end = *p.nonfinite_input ? Sk : visible_count(p, last);
   const int tiles = (key_end + BK - 1) / BK;
 
   double acc[TM][NC];
@@ -297,8 +306,8 @@ __global__ void __launch_bounds__(256) backward_dq_kernel(params p) {
     for (int c = 0; c < NC; ++c) acc[a][c] = 0;
   for (int t = 0; t < tiles; ++t) {
     __syncthreads();
-    load_tile(Ks, Kg, t * BK, BK, p.seq_k, D);
-    load_tile(Vs, Vg, t * BK, BK, p.seq_k, Dv);
+    load_tile(Ks, Kg, t * BK, BK, Sk, D);
+    load_tile(Vs, Vg, t * BK, BK, Sk, Dv);
     __syncthreads();
     double dot[TM][TN], dp[TM][TN];
     tile_dots<TM, TN>(dot, Qs, Ks, D);
@@ -309,8 +318,8 @@ __global__ void __launch_bounds__(256) backward_dq_kernel(params p) {
         const int i = q0 + threadIdx.y + 16 * a;
         // Masked pairs: 0 · (dP − delta), as in the host's dense product; padding (i, j) outside
         // the problem: exactly 0.
-        const double pr = prob(dot[a][c], p.scale, m[a], l[a], j < n[a]);
-        const double ds = j < p.seq_k && i < p.seq_q ? pr * (dp[a][c] - delta[a]) : 0.0;
+        const double pr = prob(dot[a][c], scale, m[a], l[a], j < n[a]);
+        const double ds = j < Sk && i < Sq ? pr * (dp[a][c] - delta[a]) : 0.0;
         dSs[(threadIdx.y + 16 * a) * (BK + 1) + threadIdx.x + 16 * c] = ds;
       }
     __syncthreads();
@@ -318,10 +327,10 @@ __global__ void __launch_bounds__(256) backward_dq_kernel(params p) {
   }
   for (int a = 0; a < TM; ++a) {
     const int i = q0 + threadIdx.y + 16 * a;
-    if (i >= p.seq_q) continue;
+    if (i >= Sq) continue;
     for (int c = 0; c < NC; ++c) {
       const int col = threadIdx.x + 16 * c;
-      if (col < D) p.dq[q_row(p, bh, i) * D + col] = acc[a][c] * p.scale;
+      if (col < D) p.dq[q_row(p, b, h, i) * D + col] = acc[a][c] * scale;
     }
   }
 }
@@ -330,7 +339,8 @@ template <class T>
 __global__ void __launch_bounds__(256) backward_dkdv_kernel(params p) {
   constexpr int TM = T::TM, TN = T::TN, NC = T::NC, BK = T::rows, BQ = T::cols;
   extern __shared__ double smem[];
-  const int D = p.dim, Dv = p.dim_v;
+  const attn::shape& s = p.pr.shape;
+  const int D = isize(s.dim), Dv = isize(s.dim_v), Sq = isize(s.seq_q), Sk = isize(s.seq_k);
   double* Ks = smem;
   double* Vs = Ks + BK * (D + 1);
   double* Qs = Vs + BK * (Dv + 1);
@@ -340,32 +350,33 @@ __global__ void __launch_bounds__(256) backward_dkdv_kernel(params p) {
   double* ls = ms + BQ;
   double* deltas = ls + BQ;
 
-  const int bkv = blockIdx.y, b = bkv / p.kv_heads, kvh = bkv % p.kv_heads;
-  const int group = p.heads / p.kv_heads;
+  const int b = blockIdx.y / isize(s.kv_heads), kvh = blockIdx.y % isize(s.kv_heads);
+  const int group = isize(s.group());
   const int k0 = blockIdx.x * BK;
-  load_tile(Ks, p.k + kv_row(p, bkv, 0) * D, k0, BK, p.seq_k, D);
-  load_tile(Vs, p.v + kv_row(p, bkv, 0) * Dv, k0, BK, p.seq_k, Dv);
-  // The first query row that sees key k0 (causal); earlier query tiles see none of this tile's keys.
-  long first = p.causal ? static_cast<long>(k0) + p.seq_q - p.seq_k : 0;
-  if (first < 0 || *p.nonfinite_input) first = 0;
-  const int t0 = first >= p.seq_q ? (p.seq_q + BQ - 1) / BQ : static_cast<int>(first / BQ);
-  const int tiles = (p.seq_q + BQ - 1) / BQ;
+  const double scale = p.pr.scale;
+  load_tile(Ks, p.k + kv_row(p, b, kvh, 0) * D, k0, BK, Sk, D);
+  load_tile(Vs, p.v + kv_row(p, b, kvh, 0) * Dv, k0, BK, Sk, Dv);
+  // The first query row that sees key k0; earlier query tiles see none of this tile's keys (with a
+  // non-finite input every tile takes part: 0·x is then not always 0).
+  const int first = *p.nonfinite_input ? 0 : isize(p.pr.first_visible_row(static_cast<std::size_t>(k0)));
+  const int t0 = first / BQ;
+  const int tiles = (Sq + BQ - 1) / BQ;
 
   double dk[TM][NC], dv[TM][NC];
   for (int a = 0; a < TM; ++a)
     for (int c = 0; c < NC; ++c) dk[a][c] = dv[a][c] = 0;
   for (int g = 0; g < group; ++g) {
-    const int bh = b * p.heads + kvh * group + g;
+    const int h = isize(s.q_head(static_cast<std::size_t>(kvh), static_cast<std::size_t>(g)));
     for (int t = t0; t < tiles; ++t) {
       const int i0 = t * BQ;
       __syncthreads();
-      load_tile(Qs, p.q + q_row(p, bh, 0) * D, i0, BQ, p.seq_q, D);
-      load_tile(dOs, p.d_o + q_row(p, bh, 0) * Dv, i0, BQ, p.seq_q, Dv);
+      load_tile(Qs, p.q + q_row(p, b, h, 0) * D, i0, BQ, Sq, D);
+      load_tile(dOs, p.d_o + q_row(p, b, h, 0) * Dv, i0, BQ, Sq, Dv);
       for (int x = threadIdx.y * 16 + threadIdx.x; x < BQ; x += 256) {
-        const bool in = i0 + x < p.seq_q;
-        ms[x] = in ? p.m[q_row(p, bh, i0 + x)] : 0.0;
-        ls[x] = in ? p.l[q_row(p, bh, i0 + x)] : 1.0;
-        deltas[x] = in ? p.delta[q_row(p, bh, i0 + x)] : 0.0;
+        const bool in = i0 + x < Sq;
+        ms[x] = in ? p.m[q_row(p, b, h, i0 + x)] : 0.0;
+        ls[x] = in ? p.l[q_row(p, b, h, i0 + x)] : 1.0;
+        deltas[x] = in ? p.delta[q_row(p, b, h, i0 + x)] : 0.0;
       }
       __syncthreads();
       double dot[TM][TN], dp[TM][TN];
@@ -375,8 +386,9 @@ __global__ void __launch_bounds__(256) backward_dkdv_kernel(params p) {
       for (int a = 0; a < TM; ++a)
         for (int c = 0; c < TN; ++c) {
           const int j = k0 + threadIdx.y + 16 * a, qi = threadIdx.x + 16 * c, i = i0 + qi;
-          const bool in = i < p.seq_q && j < p.seq_k;
-          pr[a][c] = in ? prob(dot[a][c], p.scale, ms[qi], ls[qi], !p.causal || static_cast<long>(j) + p.seq_q <= static_cast<long>(i) + p.seq_k) : 0.0;
+          const bool in = i < Sq && j < Sk;
+          const auto seen = [&] { return p.pr.visible(static_cast<std::size_t>(i), static_cast<std::size_t>(j)); };
+          pr[a][c] = in ? prob(dot[a][c], scale, ms[qi], ls[qi], seen()) : 0.0;
           Ws[(threadIdx.y + 16 * a) * (BQ + 1) + qi] = pr[a][c];
         }
       __syncthreads();
@@ -385,7 +397,7 @@ __global__ void __launch_bounds__(256) backward_dkdv_kernel(params p) {
       for (int a = 0; a < TM; ++a)
         for (int c = 0; c < TN; ++c) {
           const int j = k0 + threadIdx.y + 16 * a, qi = threadIdx.x + 16 * c, i = i0 + qi;
-          const bool in = i < p.seq_q && j < p.seq_k;
+          const bool in = i < Sq && j < Sk;
           Ws[(threadIdx.y + 16 * a) * (BQ + 1) + qi] = in ? pr[a][c] * (dp[a][c] - deltas[qi]) : 0.0;
         }
       __syncthreads();
@@ -394,11 +406,11 @@ __global__ void __launch_bounds__(256) backward_dkdv_kernel(params p) {
   }
   for (int a = 0; a < TM; ++a) {
     const int j = k0 + threadIdx.y + 16 * a;
-    if (j >= p.seq_k) continue;
+    if (j >= Sk) continue;
     for (int c = 0; c < NC; ++c) {
       const int col = threadIdx.x + 16 * c;
-      if (col < D) p.dk[kv_row(p, bkv, j) * D + col] = dk[a][c] * p.scale;
-      if (col < Dv) p.dv[kv_row(p, bkv, j) * Dv + col] = dv[a][c];
+      if (col < D) p.dk[kv_row(p, b, kvh, j) * D + col] = dk[a][c] * scale;
+      if (col < Dv) p.dv[kv_row(p, b, kvh, j) * Dv + col] = dv[a][c];
     }
   }
 }
@@ -413,126 +425,105 @@ __global__ void nonfinite_kernel(const double* x, long n, int* flag) {
 
 template <class T>
 std::size_t forward_smem(const params& p) {
-  return sizeof(double) * (T::rows * (p.dim + 1) + T::cols * (p.dim + 1) + T::cols * (p.dim_v + 1) + T::rows * (T::cols + 1));
+  const std::size_t d = p.pr.shape.dim + 1, dv = p.pr.shape.dim_v + 1;
+  return sizeof(double) * (T::rows * d + T::cols * d + T::cols * dv + T::rows * (T::cols + 1));
 }
 template <class T>
 std::size_t dq_smem(const params& p) {
-  return sizeof(double) *
-         (T::rows * (p.dim + 1) + T::rows * (p.dim_v + 1) + T::cols * (p.dim + 1) + T::cols * (p.dim_v + 1) + T::rows * (T::cols + 1));
+  const std::size_t d = p.pr.shape.dim + 1, dv = p.pr.shape.dim_v + 1;
+  return sizeof(double) * (T::rows * d + T::rows * dv + T::cols * d + T::cols * dv + T::rows * (T::cols + 1));
 }
 template <class T>
 std::size_t dkdv_smem(const params& p) {
-  return sizeof(double) * (T::rows * (p.dim + 1) + T::rows * (p.dim_v + 1) + T::cols * (p.dim + 1) + T::cols * (p.dim_v + 1) +
-                           T::rows * (T::cols + 1) + 3 * T::cols);
+  const std::size_t d = p.pr.shape.dim + 1, dv = p.pr.shape.dim_v + 1;
+  return sizeof(double) * (T::rows * d + T::rows * dv + T::cols * d + T::cols * dv + T::rows * (T::cols + 1) + 3 * T::cols);
 }
 
 template <class T>
 void launch_all(const params& p, cudaStream_t st) {
   const dim3 block(16, 16);
-  const unsigned bh = static_cast<unsigned>(p.batch * p.heads), bkv = static_cast<unsigned>(p.batch * p.kv_heads);
+  const attn::shape& s = p.pr.shape;
+  const unsigned bh = static_cast<unsigned>(s.batch * s.heads), bkv = static_cast<unsigned>(s.batch * s.kv_heads);
+  const unsigned q_tiles = static_cast<unsigned>((s.seq_q + T::rows - 1) / T::rows);
   const std::size_t fs = forward_smem<T>(p);
   check(cudaFuncSetAttribute(forward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(fs)), "forward smem");
-  forward_kernel<T><<<dim3((p.seq_q + T::rows - 1) / T::rows, bh), block, fs, st>>>(p);
+  forward_kernel<T><<<dim3(q_tiles, bh), block, fs, st>>>(p);
   check(cudaGetLastError(), "forward launch");
   if (!p.d_o) return;
   const std::size_t qs = dq_smem<T>(p), ks = dkdv_smem<T>(p);
   check(cudaFuncSetAttribute(backward_dq_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(qs)), "dq smem");
   check(cudaFuncSetAttribute(backward_dkdv_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(ks)), "dkdv smem");
-  backward_dq_kernel<T><<<dim3((p.seq_q + T::rows - 1) / T::rows, bh), block, qs, st>>>(p);
+  backward_dq_kernel<T><<<dim3(q_tiles, bh), block, qs, st>>>(p);
   check(cudaGetLastError(), "dq launch");
-  backward_dkdv_kernel<T><<<dim3((p.seq_k + T::rows - 1) / T::rows, bkv), block, ks, st>>>(p);
+  const unsigned k_tiles = static_cast<unsigned>((s.seq_k + T::rows - 1) / T::rows);
+  backward_dkdv_kernel<T><<<dim3(k_tiles, bkv), block, ks, st>>>(p);
   check(cudaGetLastError(), "dkdv launch");
-}
-
-/// A device allocation freed on scope exit.
-struct buffer {
-  void* ptr = nullptr;
-  explicit buffer(std::size_t bytes) { check(cudaMalloc(&ptr, bytes ? bytes : 1), "cudaMalloc"); }
-  buffer(const buffer&) = delete;
-  buffer& operator=(const buffer&) = delete;
-  ~buffer() { cudaFree(ptr); }
-  double* d() const { return static_cast<double*>(ptr); }
-};
-
-cudaError_t probe_device() noexcept {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return e;
-  if (n == 0) return cudaErrorNoDevice;
-  cudaFuncAttributes attr{};
-  return cudaFuncGetAttributes(&attr, nonfinite_kernel);  // fails without an image for this GPU
 }
 
 }  // namespace
 
 bool attention_f64_available() noexcept {
-  static const bool ok = [] {
-    const bool r = probe_device() == cudaSuccess;
-    cudaGetLastError();  // clear the error a failed probe leaves
-    return r;
-  }();
+  // nonfinite_kernel: an image of these kernels (not of tiebreak::gpu's, which the audit may lack).
+  static const bool ok = detail::kernel_image_status(nonfinite_kernel) == cudaSuccess;
   return ok;
 }
 
 std::string attention_f64_unavailable_reason() {
   if (attention_f64_available()) return {};
-  const cudaError_t e = probe_device();
-  cudaGetLastError();
-  return cudaGetErrorString(e);
+  return cudaGetErrorString(detail::kernel_image_status(nonfinite_kernel));
 }
 
 attention_f64_timing attention_f64(const attention_f64_problem& in) {
   using clock = std::chrono::steady_clock;
-  if (!in.batch || !in.heads || !in.kv_heads || !in.seq_q || !in.seq_k || !in.dim || !in.dim_v || in.heads % in.kv_heads)
-    throw std::invalid_argument("tiebreak::gpu::attention_f64: every size must be positive and kv_heads must divide heads");
-  if (in.dim > attention_f64_max_dim || in.dim_v > attention_f64_max_dim)
+  const attn::shape& s = in.problem.shape;
+  if (const attn::problem_error e = in.problem.validate(); e != attn::problem_error::ok)
+    throw std::invalid_argument(std::string("tiebreak::gpu::attention_f64: ") + attn::error_text(e));
+  if (s.dim > attention_f64_max_dim || s.dim_v > attention_f64_max_dim)
     throw std::invalid_argument("tiebreak::gpu::attention_f64: dim and dim_v must be <= " + std::to_string(attention_f64_max_dim));
-  if (in.seq_q > (1u << 30) || in.seq_k > (1u << 30))
+  if (s.seq_q > (1u << 30) || s.seq_k > (1u << 30))
     throw std::invalid_argument("tiebreak::gpu::attention_f64: seq_q and seq_k must be <= 2^30");
   if (!in.q || !in.k || !in.v || !in.o || !in.lse || (in.d_o && (!in.delta || !in.dq || !in.dk || !in.dv)) ||
       (!in.tie_exact != !in.tie_near))
     throw std::invalid_argument("tiebreak::gpu::attention_f64: a required pointer is null");
-  if (in.batch * in.heads > 65535u || in.batch * in.kv_heads > 65535u)
+  if (s.batch * s.heads > 65535u || s.batch * s.kv_heads > 65535u)
     throw std::invalid_argument("tiebreak::gpu::attention_f64: batch·heads must be <= 65535");
 
   attention_f64_timing timing;
   const auto t0 = clock::now();
-  const std::size_t nq = in.batch * in.heads * in.seq_q * in.dim, nk = in.batch * in.kv_heads * in.seq_k * in.dim,
-                    nv = in.batch * in.kv_heads * in.seq_k * in.dim_v, no = in.batch * in.heads * in.seq_q * in.dim_v,
-                    nr = in.batch * in.heads * in.seq_q;
+  const std::size_t nq = s.q_size(), nk = s.k_size(), nv = s.v_size(), no = s.o_size(), nr = s.lse_size();
   const bool bwd = in.d_o != nullptr;
   const std::size_t d = sizeof(double);
-  buffer q(nq * d), k(nk * d), v(nv * d), o(no * d), lse(nr * d), m(nr * d), l(nr * d);
-  buffer d_o(bwd ? no * d : 0), delta(bwd ? nr * d : 0), dq(bwd ? nq * d : 0), dk(bwd ? nk * d : 0), dv(bwd ? nv * d : 0);
-  buffer te(in.tie_exact ? nr * sizeof(int) : 0), tn(in.tie_near ? nr * sizeof(int) : 0), flag(sizeof(int));
-  check(cudaMemcpy(q.ptr, in.q, nq * d, cudaMemcpyHostToDevice), "copy q");
-  check(cudaMemcpy(k.ptr, in.k, nk * d, cudaMemcpyHostToDevice), "copy k");
-  check(cudaMemcpy(v.ptr, in.v, nv * d, cudaMemcpyHostToDevice), "copy v");
-  if (bwd) check(cudaMemcpy(d_o.ptr, in.d_o, no * d, cudaMemcpyHostToDevice), "copy dO");
-  check(cudaMemset(flag.ptr, 0, sizeof(int)), "cudaMemset");
+  using detail::device_buffer;
+  device_buffer<double> q(nq, check), k(nk, check), v(nv, check), o(no, check), lse(nr, check), m(nr, check), l(nr, check);
+  device_buffer<double> d_o(bwd ? no : 0, check), delta(bwd ? nr : 0, check), dq(bwd ? nq : 0, check),
+      dk(bwd ? nk : 0, check), dv(bwd ? nv : 0, check);
+  device_buffer<int> te(in.tie_exact ? nr : 0, check), tn(in.tie_near ? nr : 0, check), flag(1, check);
+  check(cudaMemcpy(q.data(), in.q, nq * d, cudaMemcpyHostToDevice), "copy q");
+  check(cudaMemcpy(k.data(), in.k, nk * d, cudaMemcpyHostToDevice), "copy k");
+  check(cudaMemcpy(v.data(), in.v, nv * d, cudaMemcpyHostToDevice), "copy v");
+  if (bwd) check(cudaMemcpy(d_o.data(), in.d_o, no * d, cudaMemcpyHostToDevice), "copy dO");
+  check(cudaMemset(flag.data(), 0, sizeof(int)), "cudaMemset");
   const auto t1 = clock::now();
 
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "cudaEventCreate");
   check(cudaEventCreate(&e1), "cudaEventCreate");
   check(cudaEventRecord(e0), "cudaEventRecord");
-  int* fl = static_cast<int*>(flag.ptr);
-  const std::pair<const double*, std::size_t> inputs[] = {{q.d(), nq}, {k.d(), nk}, {v.d(), nv}, {d_o.d(), bwd ? no : 0}};
+  int* fl = flag.data();
+  const std::pair<const double*, std::size_t> inputs[] = {{q.data(), nq}, {k.data(), nk}, {v.data(), nv}, {d_o.data(), bwd ? no : 0}};
   for (const auto& [x, n] : inputs)
     if (n) nonfinite_kernel<<<264, 256>>>(x, static_cast<long>(n), fl);
   check(cudaGetLastError(), "finiteness launch");
   params p{};
-  p.batch = static_cast<int>(in.batch), p.heads = static_cast<int>(in.heads), p.kv_heads = static_cast<int>(in.kv_heads);
-  p.seq_q = static_cast<int>(in.seq_q), p.seq_k = static_cast<int>(in.seq_k);
-  p.dim = static_cast<int>(in.dim), p.dim_v = static_cast<int>(in.dim_v);
-  p.causal = in.causal, p.scale = in.scale, p.tie_tolerance = in.tie_tolerance;
-  p.q = q.d(), p.k = k.d(), p.v = v.d(), p.d_o = bwd ? d_o.d() : nullptr;
-  p.o = o.d(), p.lse = lse.d(), p.delta = delta.d(), p.dq = dq.d(), p.dk = dk.d(), p.dv = dv.d();
-  p.m = m.d(), p.l = l.d();
-  p.tie_exact = in.tie_exact ? static_cast<int*>(te.ptr) : nullptr;
-  p.tie_near = in.tie_near ? static_cast<int*>(tn.ptr) : nullptr;
+  p.pr = in.problem;
+  p.tie_tolerance = in.tie_tolerance;
+  p.q = q.data(), p.k = k.data(), p.v = v.data(), p.d_o = bwd ? d_o.data() : nullptr;
+  p.o = o.data(), p.lse = lse.data(), p.delta = delta.data(), p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data();
+  p.m = m.data(), p.l = l.data();
+  p.tie_exact = in.tie_exact ? te.data() : nullptr;
+  p.tie_near = in.tie_near ? tn.data() : nullptr;
   p.nonfinite_input = fl;
-  if (in.dim <= 128 && in.dim_v <= 128) launch_all<traits_128>(p, nullptr);
+  if (s.dim <= 128 && s.dim_v <= 128) launch_all<traits_128>(p, nullptr);
   else launch_all<traits_256>(p, nullptr);
   check(cudaEventRecord(e1), "cudaEventRecord");
   check(cudaEventSynchronize(e1), "attention kernels");
@@ -543,17 +534,17 @@ attention_f64_timing attention_f64(const attention_f64_problem& in) {
   timing.kernels = ms * 1e-3;
 
   const auto t2 = clock::now();
-  check(cudaMemcpy(in.o, o.ptr, no * d, cudaMemcpyDeviceToHost), "copy O");
-  check(cudaMemcpy(in.lse, lse.ptr, nr * d, cudaMemcpyDeviceToHost), "copy LSE");
+  check(cudaMemcpy(in.o, o.data(), no * d, cudaMemcpyDeviceToHost), "copy O");
+  check(cudaMemcpy(in.lse, lse.data(), nr * d, cudaMemcpyDeviceToHost), "copy LSE");
   if (bwd) {
-    check(cudaMemcpy(in.delta, delta.ptr, nr * d, cudaMemcpyDeviceToHost), "copy delta");
-    check(cudaMemcpy(in.dq, dq.ptr, nq * d, cudaMemcpyDeviceToHost), "copy dQ");
-    check(cudaMemcpy(in.dk, dk.ptr, nk * d, cudaMemcpyDeviceToHost), "copy dK");
-    check(cudaMemcpy(in.dv, dv.ptr, nv * d, cudaMemcpyDeviceToHost), "copy dV");
+    check(cudaMemcpy(in.delta, delta.data(), nr * d, cudaMemcpyDeviceToHost), "copy delta");
+    check(cudaMemcpy(in.dq, dq.data(), nq * d, cudaMemcpyDeviceToHost), "copy dQ");
+    check(cudaMemcpy(in.dk, dk.data(), nk * d, cudaMemcpyDeviceToHost), "copy dK");
+    check(cudaMemcpy(in.dv, dv.data(), nv * d, cudaMemcpyDeviceToHost), "copy dV");
   }
   if (in.tie_exact) {
-    check(cudaMemcpy(in.tie_exact, te.ptr, nr * sizeof(int), cudaMemcpyDeviceToHost), "copy ties");
-    check(cudaMemcpy(in.tie_near, tn.ptr, nr * sizeof(int), cudaMemcpyDeviceToHost), "copy near ties");
+    check(cudaMemcpy(in.tie_exact, te.data(), nr * sizeof(int), cudaMemcpyDeviceToHost), "copy ties");
+    check(cudaMemcpy(in.tie_near, tn.data(), nr * sizeof(int), cudaMemcpyDeviceToHost), "copy near ties");
   }
   timing.upload = std::chrono::duration<double>(t1 - t0).count();
   timing.download = std::chrono::duration<double>(clock::now() - t2).count();

@@ -10,6 +10,7 @@ namespace tiebreak::gpu {
 namespace {
 
 using detail::check;
+using detail::device_buffer;
 using detail::op_entry;
 
 const op_entry& entry(probe_op op) {
@@ -25,16 +26,6 @@ const op_entry& entry(probe_op op) {
   return table[i];
 }
 
-/// Owns a device allocation; frees it on every path.
-template <class T>
-struct device_buffer {
-  T* ptr = nullptr;
-  explicit device_buffer(std::size_t n) { check(cudaMalloc(&ptr, sizeof(T) * (n ? n : 1)), "cudaMalloc"); }
-  ~device_buffer() { cudaFree(ptr); }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-};
-
 struct event_pair {
   cudaEvent_t start = nullptr, stop = nullptr;
   event_pair() {
@@ -49,13 +40,13 @@ struct event_pair {
 
 sweep_result run(probe_op op, std::uint64_t begin, std::uint64_t count, int fma_kind, std::uint64_t param) {
   const op_entry& e = entry(op);
-  device_buffer<detail::sweep_state> st(1);
-  check(cudaMemset(st.ptr, 0, sizeof(detail::sweep_state)), "cudaMemset");
+  device_buffer<detail::sweep_state> st(1, check);
+  check(cudaMemset(st.data(), 0, sizeof(detail::sweep_state)), "cudaMemset");
   event_pair ev;
   check(cudaEventRecord(ev.start), "cudaEventRecord");
   for (std::uint64_t done = 0; done < count; done += sweep_chunk) {
     const detail::sweep_source src{begin + done, std::min(sweep_chunk, count - done), fma_kind, param};
-    e.sweep(src, st.ptr);
+    e.sweep(src, st.data());
   }
   check(cudaEventRecord(ev.stop), "cudaEventRecord");
   check(cudaEventSynchronize(ev.stop), "cudaEventSynchronize");
@@ -64,7 +55,7 @@ sweep_result run(probe_op op, std::uint64_t begin, std::uint64_t count, int fma_
   check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime");
 
   detail::sweep_state h;
-  check(cudaMemcpy(&h, st.ptr, sizeof h, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check(cudaMemcpy(&h, st.data(), sizeof h, cudaMemcpyDeviceToHost), "cudaMemcpy");
   sweep_result r;
   r.covered = h.covered;
   r.mismatches = h.mismatches;
@@ -79,14 +70,14 @@ std::vector<std::uint32_t> apply(probe_op op, std::span<const std::uint64_t> inp
   const op_entry& e = entry(op);
   std::vector<std::uint32_t> out(inputs.size());
   if (inputs.empty()) return out;
-  device_buffer<std::uint64_t> din(inputs.size());
-  device_buffer<std::uint32_t> dout(inputs.size());
-  check(cudaMemcpy(din.ptr, inputs.data(), inputs.size_bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  device_buffer<std::uint64_t> din(inputs.size(), check);
+  device_buffer<std::uint32_t> dout(inputs.size(), check);
+  check(cudaMemcpy(din.data(), inputs.data(), inputs.size_bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
   // Poison the output so an unwritten element cannot pass as a result.
-  check(cudaMemset(dout.ptr, 0xa5, sizeof(std::uint32_t) * inputs.size()), "cudaMemset");
-  e.apply(hardware, din.ptr, dout.ptr, inputs.size());
+  check(cudaMemset(dout.data(), 0xa5, sizeof(std::uint32_t) * inputs.size()), "cudaMemset");
+  e.apply(hardware, din.data(), dout.data(), inputs.size());
   check(cudaDeviceSynchronize(), "apply");
-  check(cudaMemcpy(out.data(), dout.ptr, sizeof(std::uint32_t) * out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check(cudaMemcpy(out.data(), dout.data(), sizeof(std::uint32_t) * out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
   return out;
 }
 

@@ -8,15 +8,15 @@
 
 #include <cuda_runtime.h>
 
+#include "tiebreak/gpu/cuda_check.cuh"
 #include "tiebreak/gpu/hw.cuh"
 #include "tiebreak/gpu/probe.hpp"
 #include "tiebreak/gpu/sweep.hpp"
 
 namespace tiebreak::gpu::detail {
 
-inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("tiebreak::gpu: ") + what + ": " + cudaGetErrorString(e));
-}
+/// The sweep launchers' CUDA error check ("tiebreak::gpu: <what>: <CUDA's error string>").
+inline constexpr cuda_check check{"tiebreak::gpu"};
 
 /// Device-side tallies of one sweep (zeroed by the host before the first chunk).
 struct sweep_state {

@@ -10,3 +10,4 @@
 #include "tiebreak/fp/value.hpp"
 #include "tiebreak/emu/ops.hpp"
 #include "tiebreak/emu/sum.hpp"
+#include "tiebreak/attn/problem.hpp"

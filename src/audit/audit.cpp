@@ -89,12 +89,6 @@ row_samples row_errors(const double* kernel, const double* ref, std::size_t rows
 
 using row_matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-std::size_t visible_count(const reference::attention_shape& s, bool causal, std::size_t i) {
-  if (!causal) return s.seq_k;
-  const std::size_t lim = i + s.seq_k + 1;
-  return lim <= s.seq_q ? 0 : std::min(s.seq_k, lim - s.seq_q);
-}
-
 /// Records one scored row with `exact` keys equal to its maximum and `near` within the tolerance;
 /// returns the row's tie indicator (1: the maximum repeats).
 double count_tie_row(head_report& hr, std::size_t exact, std::size_t near) {
@@ -112,11 +106,11 @@ void finish_tie_shares(head_report& hr) {
 }
 
 /// Tie statistics of one head from the device pass's per-row counts (the same rule as below).
-std::vector<double> tie_rows_from_counts(const reference::device_row_ties& t, std::size_t bh, std::size_t seq_q,
-                                         head_report& hr) {
-  std::vector<double> tie(seq_q, nan_v);
-  for (std::size_t i = 0; i < seq_q; ++i) {
-    const std::int32_t exact = t.exact[bh * seq_q + i], near = t.near[bh * seq_q + i];
+std::vector<double> tie_rows_from_counts(const reference::device_row_ties& t, const attn::shape& s, std::size_t b,
+                                         std::size_t h, head_report& hr) {
+  std::vector<double> tie(s.seq_q, nan_v);
+  for (std::size_t i = 0; i < s.seq_q; ++i) {
+    const std::int32_t exact = t.exact[s.q_row(b, h, i)], near = t.near[s.q_row(b, h, i)];
     if (exact < 0) continue;
     tie[i] = count_tie_row(hr, static_cast<std::size_t>(exact), static_cast<std::size_t>(std::max<std::int32_t>(near, 0)));
   }
@@ -125,18 +119,19 @@ std::vector<double> tie_rows_from_counts(const reference::device_row_ties& t, st
 }
 
 /// Tie statistics of one head: rows[i] = 1 for an exact repeated maximum (else 0, NaN if unscored).
-std::vector<double> tie_rows(const kernel_dump& d, std::size_t b, std::size_t h, double scale, const audit_options& o,
-                             head_report& hr) {
-  const auto& s = d.inputs.shape;
-  const std::size_t bh = b * s.heads + h, bkv = b * s.kv_heads + s.kv_head_of(h);
+std::vector<double> tie_rows(const kernel_dump& d, const attn::problem& pr, std::size_t b, std::size_t h,
+                             const audit_options& o, head_report& hr) {
+  const attn::shape& s = pr.shape;
+  const double scale = pr.scale;
   using cmap = Eigen::Map<const row_matrix>;
-  const cmap Q(d.inputs.q.data() + bh * s.seq_q * s.dim, static_cast<Eigen::Index>(s.seq_q), static_cast<Eigen::Index>(s.dim));
-  const cmap K(d.inputs.k.data() + bkv * s.seq_k * s.dim, static_cast<Eigen::Index>(s.seq_k), static_cast<Eigen::Index>(s.dim));
+  const cmap Q(d.inputs.q.data() + s.q_offset(b, h, 0), static_cast<Eigen::Index>(s.seq_q), static_cast<Eigen::Index>(s.dim));
+  const cmap K(d.inputs.k.data() + s.k_offset(b, s.kv_head(h), 0), static_cast<Eigen::Index>(s.seq_k),
+               static_cast<Eigen::Index>(s.dim));
   const row_matrix dots = Q * K.transpose();
   const double sgn = scale < 0 ? -1.0 : 1.0;
   std::vector<double> tie(s.seq_q, nan_v);
   for (std::size_t i = 0; i < s.seq_q; ++i) {
-    const std::size_t n = visible_count(s, o.causal, i);
+    const std::size_t n = pr.visible_keys(i);
     const double* row = dots.row(static_cast<Eigen::Index>(i)).data();
     bool finite = n > 0;
     double m = -std::numeric_limits<double>::infinity();
@@ -174,7 +169,8 @@ audit_report run_audit(const kernel_dump& d, const audit_options& o) {
   ro.causal = o.causal;
   ro.scale = o.scale;
   ro.threads = o.threads;
-  r.scale = ro.scale_for(s);
+  const attn::problem pr = ro.problem_for(s);
+  r.scale = pr.scale;
   if (o.progress) ro.progress = [&](std::size_t done, std::size_t total) { o.progress("reference", done, total); };
   if (d.o.size() != s.o_size()) throw reference::reference_error("audit: kernel output 'o' size disagrees with the shape");
 
@@ -209,9 +205,8 @@ audit_report run_audit(const kernel_dump& d, const audit_options& o) {
     head_report& hr = r.heads[task];
     hr.batch = task / s.heads;
     hr.head = task % s.heads;
-    hr.kv_head = s.kv_head_of(hr.head);
-    const std::size_t bh = task;
-    const std::size_t off_o = bh * s.seq_q * s.dim_v;
+    hr.kv_head = s.kv_head(hr.head);
+    const std::size_t off_o = s.o_offset(hr.batch, hr.head, 0);
     const row_samples rs = row_errors(d.o.data() + off_o, ref.o.data() + off_o, s.seq_q, s.dim_v, fo, o, hr.o);
     hr.biased = hr.o.biased();
 
@@ -238,17 +233,17 @@ audit_report run_audit(const kernel_dump& d, const audit_options& o) {
     }
     if (!d.dq.empty()) {
       hr.dq.emplace();
-      const std::size_t off = bh * s.seq_q * s.dim;
+      const std::size_t off = s.q_offset(hr.batch, hr.head, 0);
       row_errors(d.dq.data() + off, ref.dq.data() + off, s.seq_q, s.dim, d.info("dq")->format, o, *hr.dq);
     }
     if (!d.lse.empty()) {
       hr.lse.emplace();
-      const std::size_t off = bh * s.seq_q;
+      const std::size_t off = s.q_row(hr.batch, hr.head, 0);
       row_errors(d.lse.data() + off, ref.lse.data() + off, s.seq_q, 1, d.info("lse")->format, o, *hr.lse);
     }
 
-    const std::vector<double> tie = on_device ? tie_rows_from_counts(device_ties, bh, s.seq_q, hr)
-                                              : tie_rows(d, hr.batch, hr.head, r.scale, o, hr);
+    const std::vector<double> tie = on_device ? tie_rows_from_counts(device_ties, s, hr.batch, hr.head, hr)
+                                              : tie_rows(d, pr, hr.batch, hr.head, o, hr);
     analysis::running_moments ts, td, os, od;
     for (std::size_t i = 0; i < s.seq_q; ++i) {
       if (std::isnan(rs.signed_rows[i]) || std::isnan(tie[i])) continue;
@@ -260,12 +255,11 @@ audit_report run_audit(const kernel_dump& d, const audit_options& o) {
     hr.o_rest_signed = make_test(os, o);
     hr.o_rest_directed = make_test(od, o);
 
-    const std::size_t bkv = hr.batch * s.kv_heads + hr.kv_head;
     hr.v_sign_skew.assign(s.dim_v, 0.0);
     for (std::size_t e = 0; e < s.dim_v; ++e) {
       std::uint64_t pos = 0, neg = 0;
       for (std::size_t j = 0; j < s.seq_k; ++j) {
-        const double x = d.inputs.v[(bkv * s.seq_k + j) * s.dim_v + e];
+        const double x = d.inputs.v[s.v_offset(hr.batch, hr.kv_head, j) + e];
         pos += x > 0;
         neg += x < 0;
       }
@@ -282,12 +276,12 @@ audit_report run_audit(const kernel_dump& d, const audit_options& o) {
     kr.kv_head = task % s.kv_heads;
     if (!d.dk.empty()) {
       kr.dk.emplace();
-      const std::size_t off = task * s.seq_k * s.dim;
+      const std::size_t off = s.k_offset(kr.batch, kr.kv_head, 0);
       row_errors(d.dk.data() + off, ref.dk.data() + off, s.seq_k, s.dim, d.info("dk")->format, o, *kr.dk);
     }
     if (!d.dv.empty()) {
       kr.dv.emplace();
-      const std::size_t off = task * s.seq_k * s.dim_v;
+      const std::size_t off = s.v_offset(kr.batch, kr.kv_head, 0);
       row_errors(d.dv.data() + off, ref.dv.data() + off, s.seq_k, s.dim_v, d.info("dv")->format, o, *kr.dv);
     }
     tick();

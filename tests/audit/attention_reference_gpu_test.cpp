@@ -94,7 +94,7 @@ gradient_magnitudes magnitudes_of(const ref::attention_inputs& in, const ref::at
   };
   for (std::size_t b = 0; b < s.batch; ++b)
     for (std::size_t h = 0; h < s.heads; ++h) {
-      const std::size_t bh = b * s.heads + h, bkv = b * s.kv_heads + s.kv_head_of(h);
+      const std::size_t bh = b * s.heads + h, bkv = b * s.kv_heads + s.kv_head(h);
       for (std::size_t i = 0; i < s.seq_q; ++i) {
         const std::size_t r = bh * s.seq_q + i;
         const double* q = in.q.data() + r * s.dim;

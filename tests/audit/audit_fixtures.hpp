@@ -72,7 +72,7 @@ inline std::vector<double> naive_o(const reference::attention_inputs& in, bool c
   std::vector<double> p(s.seq_k);
   for (std::size_t b = 0; b < s.batch; ++b)
     for (std::size_t h = 0; h < s.heads; ++h) {
-      const std::size_t bh = b * s.heads + h, bkv = b * s.kv_heads + s.kv_head_of(h);
+      const std::size_t bh = b * s.heads + h, bkv = b * s.kv_heads + s.kv_head(h);
       for (std::size_t i = 0; i < s.seq_q; ++i) {
         double m = -INFINITY;
         for (std::size_t j = 0; j < s.seq_k; ++j) {

@@ -319,7 +319,7 @@ void report_one_input(const std::uint8_t* data, std::size_t size) {
   for (std::size_t b = 0; b < s.batch; ++b) {
     for (std::size_t h = 0; h < s.heads; ++h) {
       const auto& e = heads.at(b * s.heads + h);
-      check(e.at("batch") == b && e.at("head") == h && e.at("kv_head") == s.kv_head_of(h), "report: head order");
+      check(e.at("batch") == b && e.at("head") == h && e.at("kv_head") == s.kv_head(h), "report: head order");
       const std::size_t rows = e.at("rows"), ex = e.at("excluded_rows");
       check(rows + ex == s.seq_q, "report: rows + excluded_rows != seq_q");
       std::size_t must = 0;

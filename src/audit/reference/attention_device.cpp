@@ -2,6 +2,8 @@
 /// @file attention_f64_device: the reference's types over tiebreak::gpu::attention_f64.
 #include <tiebreak/reference/attention.hpp>
 
+#include "check.hpp"
+
 #ifdef TIEBREAK_HAVE_GPU
 #include <tiebreak/gpu/attention_reference.hpp>
 #endif
@@ -21,12 +23,9 @@ std::string device_unavailable_reason() {
 
 attention_outputs attention_f64_device(const attention_inputs& in, const attention_options& opt, device_row_ties* ties,
                                        device_timing* timing) {
-  const attention_shape& s = in.shape;
-  if (!s.valid()) throw reference_error("attention shape: every size must be positive and kv_heads must divide heads");
-  if (in.q.size() != s.q_size() || in.k.size() != s.k_size() || in.v.size() != s.v_size() ||
-      (!in.d_o.empty() && in.d_o.size() != s.o_size()))
-    throw reference_error("attention inputs: vector sizes disagree with the shape");
+  detail::check_inputs(in, "");
 #ifdef TIEBREAK_HAVE_GPU
+  const attention_shape& s = in.shape;
   if (s.dim > gpu::attention_f64_max_dim || s.dim_v > gpu::attention_f64_max_dim)
     throw reference_error("the GPU f64 reference takes dim and dim_v up to " + std::to_string(gpu::attention_f64_max_dim) +
                           " (have " + std::to_string(s.dim) + ", " + std::to_string(s.dim_v) + "); use the host reference");
@@ -42,10 +41,7 @@ attention_outputs attention_f64_device(const attention_inputs& in, const attenti
     out.dv.assign(s.v_size(), 0.0);
   }
   gpu::attention_f64_problem p;
-  p.batch = s.batch, p.heads = s.heads, p.kv_heads = s.kv_heads;
-  p.seq_q = s.seq_q, p.seq_k = s.seq_k, p.dim = s.dim, p.dim_v = s.dim_v;
-  p.causal = opt.causal;
-  p.scale = opt.scale_for(s);
+  p.problem = opt.problem_for(s);
   p.q = in.q.data(), p.k = in.k.data(), p.v = in.v.data();
   p.o = out.o.data(), p.lse = out.lse.data();
   if (backward) {

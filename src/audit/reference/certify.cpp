@@ -7,6 +7,7 @@
 /// accurate to a few ulps); `bound` adds 10^-40 of the row maximum to stay well clear of it.
 #include <tiebreak/reference/attention.hpp>
 
+#include "check.hpp"
 #include "parallel.hpp"
 
 #include <boost/multiprecision/cpp_bin_float.hpp>
@@ -25,22 +26,17 @@ struct mp_outputs {
   std::vector<real> o, lse, delta, dq, dk, dv;
 };
 
-std::size_t visible_count(const attention_shape& s, bool causal, std::size_t i) {
-  if (!causal) return s.seq_k;
-  const std::size_t lim = i + s.seq_k + 1;
-  return lim <= s.seq_q ? 0 : std::min(s.seq_k, lim - s.seq_q);
-}
-
 /// One (batch, head) in multiprecision; dK/dV parts go to the per-query-head buffers.
-void head_mp(const attention_inputs& in, const attention_shape& s, const real& scale, bool causal, std::size_t b,
-             std::size_t h, mp_outputs& out, std::vector<real>& dk_part, std::vector<real>& dv_part) {
-  const std::size_t bh = b * s.heads + h, bkv = b * s.kv_heads + s.kv_head_of(h);
-  const double* q = in.q.data() + bh * s.seq_q * s.dim;
-  const double* k = in.k.data() + bkv * s.seq_k * s.dim;
-  const double* v = in.v.data() + bkv * s.seq_k * s.dim_v;
+void head_mp(const attention_inputs& in, const attn::problem& pr, const real& scale, std::size_t b, std::size_t h,
+             mp_outputs& out, std::vector<real>& dk_part, std::vector<real>& dv_part) {
+  const attention_shape& s = pr.shape;
+  const std::size_t bh = b * s.heads + h, kvh = s.kv_head(h);
+  const double* q = in.q.data() + s.q_offset(b, h, 0);
+  const double* k = in.k.data() + s.k_offset(b, kvh, 0);
+  const double* v = in.v.data() + s.v_offset(b, kvh, 0);
   std::vector<real> p(s.seq_q * s.seq_k, real(0));
   for (std::size_t i = 0; i < s.seq_q; ++i) {
-    const std::size_t n = visible_count(s, causal, i);
+    const std::size_t n = pr.visible_keys(i);
     real* row = p.data() + i * s.seq_k;
     for (std::size_t j = 0; j < n; ++j) {
       real acc = 0;
@@ -48,7 +44,7 @@ void head_mp(const attention_inputs& in, const attention_shape& s, const real& s
       row[j] = scale * acc;
     }
     if (n == 0) {
-      out.lse[bh * s.seq_q + i] = -std::numeric_limits<real>::infinity();
+      out.lse[s.q_row(b, h, i)] = -std::numeric_limits<real>::infinity();
       continue;
     }
     real m = row[0];
@@ -59,27 +55,27 @@ void head_mp(const attention_inputs& in, const attention_shape& s, const real& s
       l += row[j];
     }
     for (std::size_t j = 0; j < n; ++j) row[j] /= l;
-    out.lse[bh * s.seq_q + i] = m + log(l);
+    out.lse[s.q_row(b, h, i)] = m + log(l);
     for (std::size_t e = 0; e < s.dim_v; ++e) {
       real acc = 0;
       for (std::size_t j = 0; j < n; ++j) acc += row[j] * real(v[j * s.dim_v + e]);
-      out.o[(bh * s.seq_q + i) * s.dim_v + e] = acc;
+      out.o[s.o_offset(b, h, i) + e] = acc;
     }
   }
   if (in.d_o.empty()) return;
-  const double* dO = in.d_o.data() + bh * s.seq_q * s.dim_v;
+  const double* dO = in.d_o.data() + s.o_offset(b, h, 0);
   for (std::size_t i = 0; i < s.seq_q; ++i) {
-    const std::size_t n = visible_count(s, causal, i);
+    const std::size_t n = pr.visible_keys(i);
     real delta = 0;
-    for (std::size_t e = 0; e < s.dim_v; ++e) delta += real(dO[i * s.dim_v + e]) * out.o[(bh * s.seq_q + i) * s.dim_v + e];
-    out.delta[bh * s.seq_q + i] = delta;
+    for (std::size_t e = 0; e < s.dim_v; ++e) delta += real(dO[i * s.dim_v + e]) * out.o[s.o_offset(b, h, i) + e];
+    out.delta[s.q_row(b, h, i)] = delta;
     for (std::size_t j = 0; j < n; ++j) {
       const real pij = p[i * s.seq_k + j];
       real dp = 0;
       for (std::size_t e = 0; e < s.dim_v; ++e) dp += real(dO[i * s.dim_v + e]) * real(v[j * s.dim_v + e]);
       const real ds = pij * (dp - delta);
       for (std::size_t d = 0; d < s.dim; ++d) {
-        out.dq[(bh * s.seq_q + i) * s.dim + d] += scale * ds * real(k[j * s.dim + d]);
+        out.dq[s.q_offset(b, h, i) + d] += scale * ds * real(k[j * s.dim + d]);
         dk_part[(bh * s.seq_k + j) * s.dim + d] += scale * ds * real(q[i * s.dim + d]);
       }
       for (std::size_t e = 0; e < s.dim_v; ++e) dv_part[(bh * s.seq_k + j) * s.dim_v + e] += pij * real(dO[i * s.dim_v + e]);
@@ -125,16 +121,14 @@ double certificate::max_rel_row() const noexcept {
 }
 
 certificate certify(const attention_inputs& in, const attention_outputs& ref, const attention_options& opt) {
+  detail::check_inputs(in, "certify: ");
   const attention_shape& s = in.shape;
-  if (!s.valid()) throw reference_error("certify: invalid attention shape");
   const std::size_t work = s.batch * s.heads * s.seq_q * s.seq_k * std::max(s.dim, s.dim_v);
   if (work > max_certified_work)
     throw reference_error("certify: problem too large for the multiprecision check (" + std::to_string(work) +
                           " > " + std::to_string(max_certified_work) + " multiply-adds)");
-  if (in.q.size() != s.q_size() || in.k.size() != s.k_size() || in.v.size() != s.v_size() ||
-      (!in.d_o.empty() && in.d_o.size() != s.o_size()))
-    throw reference_error("certify: input sizes disagree with the shape");
-  const real scale = real(opt.scale_for(s));
+  const attn::problem pr = opt.problem_for(s);
+  const real scale = real(pr.scale);
   mp_outputs m;
   m.o.assign(s.o_size(), real(0));
   m.lse.assign(s.lse_size(), real(0));
@@ -147,7 +141,7 @@ certificate certify(const attention_inputs& in, const attention_outputs& ref, co
     dv_part.assign(s.batch * s.heads * s.seq_k * s.dim_v, real(0));
   }
   detail::parallel_for(s.batch * s.heads, opt.threads, [&](std::size_t t) {
-    head_mp(in, s, scale, opt.causal, t / s.heads, t % s.heads, m, dk_part, dv_part);
+    head_mp(in, pr, scale, t / s.heads, t % s.heads, m, dk_part, dv_part);
   });
   certificate c;
   c.digits10 = std::numeric_limits<real>::digits10;
@@ -156,12 +150,11 @@ certificate certify(const attention_inputs& in, const attention_outputs& ref, co
   if (backward) {
     m.dk.assign(s.k_size(), real(0));
     m.dv.assign(s.v_size(), real(0));
-    const std::size_t group = s.heads / s.kv_heads;
     for (std::size_t b = 0; b < s.batch; ++b)
       for (std::size_t h = 0; h < s.heads; ++h) {
-        const std::size_t bkv = b * s.kv_heads + h / group, bh = b * s.heads + h;
-        for (std::size_t x = 0; x < s.seq_k * s.dim; ++x) m.dk[bkv * s.seq_k * s.dim + x] += dk_part[bh * s.seq_k * s.dim + x];
-        for (std::size_t x = 0; x < s.seq_k * s.dim_v; ++x) m.dv[bkv * s.seq_k * s.dim_v + x] += dv_part[bh * s.seq_k * s.dim_v + x];
+        const std::size_t kvh = s.kv_head(h), bh = b * s.heads + h;
+        for (std::size_t x = 0; x < s.seq_k * s.dim; ++x) m.dk[s.k_offset(b, kvh, 0) + x] += dk_part[bh * s.seq_k * s.dim + x];
+        for (std::size_t x = 0; x < s.seq_k * s.dim_v; ++x) m.dv[s.v_offset(b, kvh, 0) + x] += dv_part[bh * s.seq_k * s.dim_v + x];
       }
     c.entries.push_back(compare("delta", ref.delta, m.delta, 1));
     c.entries.push_back(compare("dq", ref.dq, m.dq, s.dim));

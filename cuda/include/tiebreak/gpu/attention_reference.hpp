@@ -20,12 +20,14 @@
 #include <cstdint>
 #include <string>
 
+#include "tiebreak/attn/problem.hpp"
+
 namespace tiebreak::gpu {
 
 /// Largest dim and dim_v the kernels take (the Q, K, V tiles of one block live in shared memory).
 inline constexpr std::size_t attention_f64_max_dim = 256;
 
-/// One problem: dense bhsd host arrays of doubles (see tiebreak::reference::attention_shape).
+/// One problem (shape, mask, scale: attn::problem) and its dense bhsd host arrays of doubles.
 /// Inputs q, k, v are required; d_o may be null (then no backward pass, and delta, dq, dk, dv are
 /// not written). Outputs o and lse are required; delta, dq, dk, dv when d_o is given. tie_exact /
 /// tie_near, when not null, receive per query row the number of visible keys whose unscaled dot
@@ -33,9 +35,7 @@ inline constexpr std::size_t attention_f64_max_dim = 256;
 /// |scale|·(max − σ·(q·k)) is <= tie_tolerance; both are −1 for a row with no visible key or a
 /// non-finite dot product (the host audit's tie statistics, from the same dot products as S).
 struct attention_f64_problem {
-  std::size_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_k = 1, dim = 1, dim_v = 1;
-  bool causal = false;
-  double scale = 1;
+  attn::problem problem;
   const double* q = nullptr;
   const double* k = nullptr;
   const double* v = nullptr;
@@ -66,8 +66,9 @@ bool attention_f64_available() noexcept;
 /// Empty when attention_f64_available(), else the reason (one line, CUDA's error string).
 std::string attention_f64_unavailable_reason();
 
-/// Runs the problem on device 0. Preconditions: every size positive, kv_heads divides heads,
-/// dim, dim_v <= attention_f64_max_dim, the required pointers non-null (else std::invalid_argument).
+/// Runs the problem on device 0. Preconditions: p.problem.validate() == ok, dim, dim_v <=
+/// attention_f64_max_dim, seq_q, seq_k <= 2^30, batch·heads <= 65535, the required pointers
+/// non-null (else std::invalid_argument).
 attention_f64_timing attention_f64(const attention_f64_problem& p);
 
 }  // namespace tiebreak::gpu

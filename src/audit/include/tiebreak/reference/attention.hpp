@@ -6,10 +6,10 @@
 ///   S = scale · Q Kᵀ, P = softmax(S) row-wise, O = P V, LSE = log Σ_j exp(S_j) (natural log),
 ///   delta = rowsum(dO ∘ O), dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − delta), dQ = scale · dS K,
 ///   dK = scale · dSᵀ Q.
-/// Causal masking keeps key j for query i when j <= i + (seq_k − seq_q) (bottom-right alignment,
-/// FlashAttention ≥ 2.1; the same as PyTorch's top-left alignment when seq_q == seq_k). A query row
-/// that sees no key gets O = 0, LSE = −inf and zero gradients. Grouped-query attention: query head h
-/// reads key/value head h / (heads / kv_heads); dK and dV of a key/value head sum over its group.
+/// The problem itself (shape, bhsd layout, the causal mask rule with bottom-right alignment, the
+/// grouped-query head mapping, validation) is tiebreak::attn::problem, include/tiebreak/attn/
+/// problem.hpp. A query row that sees no key gets O = 0, LSE = −inf and zero gradients; dK and dV
+/// of a key/value head sum over its group of query heads.
 /// Every tensor is stored dense in `bhsd` order as double (exact copies of the kernel's inputs).
 /// NaN/Inf inputs propagate to the rows they reach (no exception): callers exclude such rows.
 #pragma once
@@ -23,31 +23,14 @@
 #include <string>
 #include <vector>
 
+#include <tiebreak/attn/problem.hpp>
+
 namespace tiebreak::reference {
 
-/// Shape of one attention problem. Q is [batch, heads, seq_q, dim], K [batch, kv_heads, seq_k, dim],
-/// V [batch, kv_heads, seq_k, dim_v], O and dO [batch, heads, seq_q, dim_v], LSE [batch, heads, seq_q].
-struct attention_shape {
-  std::size_t batch = 1;
-  std::size_t heads = 1;
-  std::size_t kv_heads = 1;
-  std::size_t seq_q = 1;
-  std::size_t seq_k = 1;
-  std::size_t dim = 1;
-  std::size_t dim_v = 1;
-
-  [[nodiscard]] std::size_t q_size() const noexcept { return batch * heads * seq_q * dim; }
-  [[nodiscard]] std::size_t k_size() const noexcept { return batch * kv_heads * seq_k * dim; }
-  [[nodiscard]] std::size_t v_size() const noexcept { return batch * kv_heads * seq_k * dim_v; }
-  [[nodiscard]] std::size_t o_size() const noexcept { return batch * heads * seq_q * dim_v; }
-  [[nodiscard]] std::size_t lse_size() const noexcept { return batch * heads * seq_q; }
-  /// Key/value head read by query head h. Precondition: valid().
-  [[nodiscard]] std::size_t kv_head_of(std::size_t h) const noexcept { return h / (heads / kv_heads); }
-  /// All sizes positive and kv_heads divides heads.
-  [[nodiscard]] bool valid() const noexcept {
-    return batch && heads && kv_heads && seq_q && seq_k && dim && dim_v && heads % kv_heads == 0;
-  }
-};
+/// Shape of one attention problem (attn::shape): Q is [batch, heads, seq_q, dim], K [batch,
+/// kv_heads, seq_k, dim], V [batch, kv_heads, seq_k, dim_v], O and dO [batch, heads, seq_q, dim_v],
+/// LSE [batch, heads, seq_q]; `attention_shape{batch, heads, kv_heads, seq_q, seq_k, dim, dim_v}`.
+using attention_shape = attn::shape;
 
 /// Attention options. `scale` defaults to 1/sqrt(dim) (computed in double).
 struct attention_options {
@@ -59,6 +42,8 @@ struct attention_options {
   std::function<void(std::size_t, std::size_t)> progress;
 
   [[nodiscard]] double scale_for(const attention_shape& s) const;
+  /// The problem these options pose on shape s: its mask and scale_for(s).
+  [[nodiscard]] attn::problem problem_for(const attention_shape& s) const;
 };
 
 /// The inputs of one problem, dense bhsd doubles. `d_o` is empty when no backward pass is wanted.
@@ -133,9 +118,9 @@ struct device_timing {
 /// problems up to seq 1024; the observed maximum is in docs/audit.md).
 inline constexpr double device_rel_bound = 1e-13;
 
-/// Whether key j is visible to query i under the options' mask.
+/// Whether key j is visible to query i (attn::visible with the causal mask or none).
 [[nodiscard]] inline bool visible(const attention_shape& s, bool causal, std::size_t i, std::size_t j) noexcept {
-  return !causal || j + s.seq_q <= i + s.seq_k;
+  return attn::visible(s, causal ? attn::mask_kind::causal : attn::mask_kind::none, i, j);
 }
 
 /// The difference between an f64 reference and a recomputation in binary floating point with
