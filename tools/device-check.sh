@@ -101,7 +101,7 @@ if want sass; then
   objs=$(find "$B" -path '*tiebreak_gpu.dir*' -name 'sweep_*.o' | sort)
   : >"$OUTDIR/sass.txt"
   for o in $objs; do cuobjdump -sass "$o" >>"$OUTDIR/sass.txt" 2>&1; done
-  python3 - "$ROOT/cuda/include/tiebreak/gpu/probe.hpp" "$OUTDIR/sass.txt" "$OUTDIR/sass_hw.txt" \
+  python3 - "$ROOT/include/tiebreak/emu/instr_table.hpp" "$OUTDIR/sass.txt" "$OUTDIR/sass_hw.txt" \
     >"$OUTDIR/sass_summary.txt" <<'PY'
 import re, sys
 src = open(sys.argv[1]).read()

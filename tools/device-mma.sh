@@ -37,7 +37,7 @@ for f in cuda/mma/inst_*.cu cuda/mma/mma_launch.cu; do
   pids+=($!)
 done
 g++ -std=c++20 -O2 -ffp-contract=off -fno-fast-math -Iinclude -Icuda/include -I"$(dirname "$(command -v nvcc)")/../include" \
-  -c cuda/mma/probe_main.cpp -o "$BUILD/probe_main.o" > "$BUILD/probe_main.log" 2>&1 &
+  -Isrc/host/include -c cuda/mma/identify_main.cpp -o "$BUILD/identify_main.o" > "$BUILD/identify_main.log" 2>&1 &
 pids+=($!)
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done

@@ -9,7 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "tiebreak/gpu/hw.cuh"
-#include "tiebreak/gpu/probe.hpp"
+#include "tiebreak/emu/instr_table.hpp"
 #include "tiebreak/gpu/sweep.hpp"
 
 namespace tiebreak::gpu::detail {

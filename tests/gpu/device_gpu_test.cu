@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tiebreak/gpu/device.hpp"
-#include "tiebreak/gpu/probe.hpp"
+#include "tiebreak/emu/instr_table.hpp"
 #include "tiebreak/gpu/sweep.hpp"
 
 namespace tiebreak::gpu {

@@ -14,7 +14,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include "tiebreak/gpu/probe.hpp"
+#include "tiebreak/emu/instr_table.hpp"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "tiebreak GPU probes need sm_90 (cvt.rm/rp.bf16.f32, cvt.rn/rz.tf32.f32, add.rn.bf16)"

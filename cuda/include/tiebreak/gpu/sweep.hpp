@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tiebreak/gpu/device.hpp"
-#include "tiebreak/gpu/probe.hpp"
+#include "tiebreak/emu/instr_table.hpp"
 
 namespace tiebreak::gpu {
 

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "tiebreak/emu/mma_gen.hpp"
-#include "tiebreak/emu/mma_probe.hpp"
+#include "tiebreak/host/mma_identify.hpp"
 
 namespace {
 

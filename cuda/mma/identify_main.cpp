@@ -29,7 +29,7 @@
 #include "tiebreak/emu/mma.hpp"
 #include "tiebreak/emu/mma_gemm.hpp"
 #include "tiebreak/emu/mma_gen.hpp"
-#include "tiebreak/emu/mma_probe.hpp"
+#include "tiebreak/host/mma_identify.hpp"
 #include "tiebreak/gpu/mma.hpp"
 
 namespace {
