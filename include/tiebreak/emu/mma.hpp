@@ -612,7 +612,7 @@ struct mma_model_entry {
   std::string_view evidence;   ///< where the parameters come from
 };
 
-/// A model from every parameter, in the order the probe prints them (tiebreak_mma_probe).
+/// A model from every parameter, in the order the probe prints them (tiebreak_mma_identify).
 TIEBREAK_HDC mma_model mma_make(format_desc ab, format_desc c, format_desc acc, int m, int n, int k, int group,
                                 mma_grouping grouping, mma_c_order c_order, mma_exp_ref exp_ref, int align_bits,
                                 round_mode align_round, round_mode step_round, round_mode out_round, bool daz,
