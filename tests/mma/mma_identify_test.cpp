@@ -80,7 +80,7 @@ void expect_decided(const std::vector<std::vector<std::string>>& v, const mma_mo
   EXPECT_EQ(v[static_cast<std::size_t>(bit)][0], want) << mma_param_name(bit);
 }
 
-TEST(MmaProbe, RecoversTableModels) {
+TEST(MmaIdentify, RecoversTableModels) {
   for (mma_instr id : all_mma_instrs) {
     // Quick level: one mma.sync, the f16-accumulate one and one FP8 wgmma (the others share their
     // case generator and grid shape).
@@ -98,7 +98,7 @@ TEST(MmaProbe, RecoversTableModels) {
   }
 }
 
-TEST(MmaProbe, RecoversOtherParameterSets) {
+TEST(MmaIdentify, RecoversOtherParameterSets) {
   // Alternatives the hardware might show: smaller groups, two's-complement truncation, rounding at
   // the normalisation, the lead-bit reference, C in the last step.
   mma_model a = mma_entry(mma_instr::mma_m16n8k16_bf16).model;
@@ -127,7 +127,7 @@ TEST(MmaProbe, RecoversOtherParameterSets) {
   }
 }
 
-TEST(MmaProbe, CasesAreExactInTheirFormats) {
+TEST(MmaIdentify, CasesAreExactInTheirFormats) {
   for (mma_instr id : all_mma_instrs) {
     const mma_model& m = mma_entry(id).model;
     const auto cases = mma_identify_cases(m);
@@ -140,7 +140,7 @@ TEST(MmaProbe, CasesAreExactInTheirFormats) {
   }
 }
 
-TEST(MmaProbe, TableRowRoundTrips) {
+TEST(MmaIdentify, TableRowRoundTrips) {
   const mma_model& m = mma_entry(mma_instr::wgmma_k32_e4m3).model;
   const std::string row = mma_table_row(mma_instr::wgmma_k32_e4m3, m, mma_param_step_round | mma_param_ftz, "x");
   EXPECT_NE(row.find("mma_make(formats::e4m3, formats::f32, mma_acc_format(13), 64, 8, 32, 32"), std::string::npos) << row;
