@@ -4,7 +4,7 @@
 #   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit (default: the first
 #                                         five; audit runs only when named)
 # Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
-# every probe, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
+# every table instruction, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
 # sweep times and mismatch counts. Logs go to $OUT (the device tool's return folder) or build-device/out.
 #
 # Dependencies: the machine has CUDA, CMake and Ninja but may lack Boost, fmt, nlohmann-json, CLI11
@@ -15,9 +15,9 @@
 # Environment: TIEBREAK_DEVICE_BUILD (build dir, default build-device), TIEBREAK_DEVICE_DEADLINE
 # (seconds from start after which no new stage starts, default 560), TIEBREAK_GPU_SWEEP_LOG2 (passed
 # to the tests), TIEBREAK_DEVICE_FILTER (gtest filter for the test stage), TIEBREAK_SANITIZE_TOOLS
-# (default "memcheck racecheck initcheck synccheck"), TIEBREAK_MMA_PROBE (a tiebreak_mma_probe built
+# (default "memcheck racecheck initcheck synccheck"), TIEBREAK_MMA_IDENTIFY (a tiebreak_mma_identify built
 # elsewhere, tried first by the mma stage), TIEBREAK_MMA_BUDGET (validation seconds, default 60).
-# The mma stage runs the tensor-core probe (elimination, >= 1e8-case validation within the budget,
+# The mma stage runs the tensor-core identification, tiebreak_mma_identify (elimination, >= 1e8-case validation within the budget,
 # GEMM identity); its GoogleTest twins (tests/mma/gpu) run in the test stage at 4e6 cases per
 # instruction (10^8 with TIEBREAK_TEST_LEVEL=full builds, or tools/device-mma.sh MMA_GTEST=1).
 set -uo pipefail
@@ -49,7 +49,7 @@ say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
   nvcc --version 2>&1 | tail -2; cmake --version 2>&1 | head -1; } | tee -a "$LOG"
 
 # --- configure + build -----------------------------------------------------------------------------
-GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_probe)
+GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_identify)
 # Targets that exist only in some checkouts (added by later work) are built when CMake knows them.
 OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test)
 # Built with the GPU targets when the full configure works, so the audit stage reuses them.
@@ -95,17 +95,17 @@ mode=$(cat "$BUILD/mode" 2>/dev/null || echo standalone)
 B="$BUILD/$mode"
 find_bin() { find "$B" -type f -name "$1" -perm -u+x | head -1; }
 
-# --- SASS: which instruction each probe compiled to ------------------------------------------------
+# --- SASS: which SASS each table instruction compiled to ------------------------------------------------
 if want sass; then
-  say "SASS of the probe kernels"
+  say "SASS of the sweep kernels"
   objs=$(find "$B" -path '*tiebreak_gpu.dir*' -name 'sweep_*.o' | sort)
   : >"$OUTDIR/sass.txt"
   for o in $objs; do cuobjdump -sass "$o" >>"$OUTDIR/sass.txt" 2>&1; done
-  python3 - "$ROOT/cuda/include/tiebreak/gpu/probe.hpp" "$OUTDIR/sass.txt" "$OUTDIR/sass_hw.txt" \
+  python3 - "$ROOT/include/tiebreak/emu/instr_table.hpp" "$OUTDIR/sass.txt" "$OUTDIR/sass_hw.txt" \
     >"$OUTDIR/sass_summary.txt" <<'PY'
 import re, sys
 src = open(sys.argv[1]).read()
-block = src[src.index("#define TIEBREAK_GPU_PROBE_OPS(X)"):src.index("enum class probe_op")]
+block = src[src.index("#define TIEBREAK_GPU_INSTR_OPS(X)"):src.index("enum class instr_op")]
 ops = re.findall(r"X\((\w+)\)", block.split("\n", 1)[1])
 boring = set("MOV IMAD S2R S2UR LDG STG ISETP BRA EXIT ULDC IADD3 LEA LEA.HI SHF.R.U32.HI ULDC.64 NOP "
              "IMAD.WIDE IMAD.WIDE.U32 IMAD.MOV.U32 IMAD.SHL.U32 ISETP.GE.U32.AND ISETP.GE.U32.AND.EX "
@@ -123,7 +123,7 @@ for line in open(sys.argv[2]):
         funcs[cur].append(m.group(1))
         text[cur].append(line.split(";")[0].strip() + " ;")
 def op_of(name):
-    m = re.search(r"probe_opE(\d+)E", name)
+    m = re.search(r"instr_opE(\d+)E", name)
     return ops[int(m.group(1))] if m and int(m.group(1)) < len(ops) else None
 rows, hw_text = [], []
 for (arch, name), ins in sorted(funcs.items()):
@@ -172,13 +172,13 @@ if want mma; then
   if [ "$b" -lt 40 ]; then say "mma skipped: no time left"; else
     mdir="$BUILD/mma-out"; rm -rf "$mdir"; mkdir -p "$mdir"
     mbudget=${TIEBREAK_MMA_BUDGET:-60}
-    probe=${TIEBREAK_MMA_PROBE:-$(find_bin tiebreak_mma_probe)}
+    ident=${TIEBREAK_MMA_IDENTIFY:-$(find_bin tiebreak_mma_identify)}
     rc=127
-    if [ -n "$probe" ] && [ -x "$probe" ]; then
-      say "mma: prebuilt $probe, validation budget ${mbudget}s"
-      timeout "$b" "$probe" --instr all --cases 100000000 --budget-s "$mbudget" --out "$mdir" >"$mdir/mma-stdout.log" 2>&1
+    if [ -n "$ident" ] && [ -x "$ident" ]; then
+      say "mma: prebuilt $ident, validation budget ${mbudget}s"
+      timeout "$b" "$ident" --instr all --cases 100000000 --budget-s "$mbudget" --out "$mdir" >"$mdir/mma-stdout.log" 2>&1
       rc=$?
-      [ "$rc" -ge 126 ] && say "mma: prebuilt probe did not start (exit $rc): $(head -c 300 "$mdir/mma-stdout.log")"
+      [ "$rc" -ge 126 ] && say "mma: prebuilt tiebreak_mma_identify did not start (exit $rc): $(head -c 300 "$mdir/mma-stdout.log")"
     fi
     if [ "$rc" -ge 126 ]; then
       b=$(( $(left) - 10 ))
@@ -303,7 +303,7 @@ fi
 
 # --- summary ---------------------------------------------------------------------------------------
 if [ -f "$OUTDIR/sweeps.txt" ]; then
-  say "sweep table (probe, inputs covered, mismatches, device seconds):"
+  say "sweep table (instruction, inputs covered, mismatches, device seconds):"
   grep -E "covered=" "$OUTDIR/sweeps.txt" | awk '{printf "  %-40s %s %s %s\n", $2, $3, $4, $5}' | tee -a "$LOG"
 fi
 say "done; exit $status"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Tensor-core probes on the device machine, in one call (docs/tensor-cores.md):
-#   1. builds tiebreak_mma_probe with plain nvcc for sm_90a (needs only the core headers and CUDA;
+# Tensor-core identification (tiebreak_mma_identify) on the device machine, in one call (docs/tensor-cores.md):
+#   1. builds tiebreak_mma_identify with plain nvcc for sm_90a (needs only the core headers, src/host/include and CUDA;
 #      the 8 instruction files compile in parallel),
 #   2. dumps the SASS of the instructions (HMMA / HGMMA / QGMMA),
-#   3. runs the probes, the elimination, the validation (>= 1e8 cases per instruction, within a time
+#   3. runs the designed cases, the elimination, the validation (>= 1e8 cases per instruction, within a time
 #      budget) and the GEMM bit-identity check,
 #   4. optionally (MMA_GTEST=1, needs GoogleTest there) builds and runs tests/mma/gpu with CMake.
-# Logs go to $OUT (at most 8 files come back): mma-stdout.log, mma-probe.log, mma-summary.md,
+# Logs go to $OUT (at most 8 files come back): mma-stdout.log, mma-identify.log, mma-summary.md,
 # mma-table.txt, mma-sass.txt, mma-build.log.
 # Environment: OUT (default ./mma-out), MMA_CASES (default 100000000), MMA_BUDGET_S (validation
 # seconds for all instructions, default 240), MMA_INSTR (default all), MMA_GTEST (default 0).
@@ -37,7 +37,7 @@ for f in cuda/mma/inst_*.cu cuda/mma/mma_launch.cu; do
   pids+=($!)
 done
 g++ -std=c++20 -O2 -ffp-contract=off -fno-fast-math -Iinclude -Icuda/include -I"$(dirname "$(command -v nvcc)")/../include" \
-  -c cuda/mma/probe_main.cpp -o "$BUILD/probe_main.o" > "$BUILD/probe_main.log" 2>&1 &
+  -Isrc/host/include -c cuda/mma/identify_main.cpp -o "$BUILD/identify_main.o" > "$BUILD/identify_main.log" 2>&1 &
 pids+=($!)
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
@@ -46,7 +46,7 @@ if [ "$fail" != 0 ]; then
   echo "BUILD FAILED (see mma-build.log)" | tee -a "$OUT/mma-stdout.log"
   exit 1
 fi
-nvcc -gencode=arch=compute_90a,code=sm_90a -o "$BUILD/tiebreak_mma_probe" "$BUILD"/*.o -lpthread >> "$OUT/mma-build.log" 2>&1 || {
+nvcc -gencode=arch=compute_90a,code=sm_90a -o "$BUILD/tiebreak_mma_identify" "$BUILD"/*.o -lpthread >> "$OUT/mma-build.log" 2>&1 || {
   echo "LINK FAILED (see mma-build.log)" | tee -a "$OUT/mma-stdout.log"; exit 1; }
 echo "== build took $(( $(date +%s) - start )) s" | tee -a "$OUT/mma-build.log"
 
@@ -59,9 +59,9 @@ echo "== build took $(( $(date +%s) - start )) s" | tee -a "$OUT/mma-build.log"
 } > "$OUT/mma-sass.txt" 2>&1
 
 # 3. Probes, elimination, validation, GEMM identity.
-"$BUILD/tiebreak_mma_probe" --instr "$INSTR" --cases "$CASES" --budget-s "$BUDGET" --out "$OUT" 2>&1 | tee "$OUT/mma-stdout.log"
+"$BUILD/tiebreak_mma_identify" --instr "$INSTR" --cases "$CASES" --budget-s "$BUDGET" --out "$OUT" 2>&1 | tee "$OUT/mma-stdout.log"
 rc=${PIPESTATUS[0]}
-echo "== probe exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/mma-stdout.log"
+echo "== tiebreak_mma_identify exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/mma-stdout.log"
 
 # 4. Optional: the GoogleTest device tests through CMake (only where GoogleTest is installed).
 if [ "${MMA_GTEST:-0}" = 1 ]; then

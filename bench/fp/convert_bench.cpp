@@ -12,10 +12,12 @@
 
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/round.hpp"
+#include "tiebreak/host/bulk_convert.hpp"
 
 namespace {
 
 using namespace tiebreak;
+using namespace tiebreak::host;
 
 /// Finite f32 inputs: random sign and fraction, exponent field in [64, 190] (magnitudes 2^-63..2^63).
 std::vector<std::uint32_t> make_input(std::size_t n) {
@@ -45,7 +47,7 @@ void bm_convert(benchmark::State& st, round_mode m) {
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(n) * 6);
 }
 
-/// rne with each compiled variant of the bulk loop (fast.hpp bulk_isa): what the run-time choice
+/// rne with each compiled variant of the bulk loop (bulk_convert.hpp bulk_isa): what the run-time choice
 /// buys. Skipped when the CPU lacks the instruction set.
 void bm_convert_isa(benchmark::State& st, bulk_isa isa) {
   if (!bulk_isa_supported(isa)) {

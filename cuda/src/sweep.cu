@@ -13,16 +13,16 @@ using detail::check;
 using detail::device_buffer;
 using detail::op_entry;
 
-const op_entry& entry(probe_op op) {
+const op_entry& entry(instr_op op) {
   static const auto table = [] {
-    std::array<op_entry, probe_op_count> t{};
+    std::array<op_entry, instr_op_count> t{};
 #define TIEBREAK_GPU_CALL_FILL_(G) detail::fill_##G##_entries(t.data());
     TIEBREAK_GPU_GROUPS_(TIEBREAK_GPU_CALL_FILL_)
 #undef TIEBREAK_GPU_CALL_FILL_
     return t;
   }();
   const int i = static_cast<int>(op);
-  if (i < 0 || i >= probe_op_count || table[i].sweep == nullptr) throw std::invalid_argument("tiebreak::gpu: unknown probe_op");
+  if (i < 0 || i >= instr_op_count || table[i].sweep == nullptr) throw std::invalid_argument("tiebreak::gpu: unknown instr_op");
   return table[i];
 }
 
@@ -38,7 +38,7 @@ struct event_pair {
   }
 };
 
-sweep_result run(probe_op op, std::uint64_t begin, std::uint64_t count, int fma_kind, std::uint64_t param) {
+sweep_result run(instr_op op, std::uint64_t begin, std::uint64_t count, int fma_kind, std::uint64_t param) {
   const op_entry& e = entry(op);
   device_buffer<detail::sweep_state> st(1, check);
   check(cudaMemset(st.data(), 0, sizeof(detail::sweep_state)), "cudaMemset");
@@ -66,7 +66,7 @@ sweep_result run(probe_op op, std::uint64_t begin, std::uint64_t count, int fma_
   return r;
 }
 
-std::vector<std::uint32_t> apply(probe_op op, std::span<const std::uint64_t> inputs, bool hardware) {
+std::vector<std::uint32_t> apply(instr_op op, std::span<const std::uint64_t> inputs, bool hardware) {
   const op_entry& e = entry(op);
   std::vector<std::uint32_t> out(inputs.size());
   if (inputs.empty()) return out;
@@ -83,19 +83,19 @@ std::vector<std::uint32_t> apply(probe_op op, std::span<const std::uint64_t> inp
 
 }  // namespace
 
-sweep_result sweep(probe_op op, std::uint64_t begin, std::uint64_t end) {
-  if (probe_desc_of(op).kind == probe_kind::fma) throw std::invalid_argument("tiebreak::gpu::sweep: use sweep_fma for fma probes");
+sweep_result sweep(instr_op op, std::uint64_t begin, std::uint64_t end) {
+  if (instr_desc_of(op).kind == instr_kind::fma) throw std::invalid_argument("tiebreak::gpu::sweep: use sweep_fma for fma instructions");
   if (end > (std::uint64_t{1} << 32) || begin > end) throw std::invalid_argument("tiebreak::gpu::sweep: need begin <= end <= 2^32");
   return run(op, begin, end - begin, -1, 0);
 }
 
-sweep_result sweep_fma(probe_op op, fma_sample kind, std::uint64_t count, std::uint64_t param) {
-  if (probe_desc_of(op).kind != probe_kind::fma) throw std::invalid_argument("tiebreak::gpu::sweep_fma: not an fma probe");
+sweep_result sweep_fma(instr_op op, fma_sample kind, std::uint64_t count, std::uint64_t param) {
+  if (instr_desc_of(op).kind != instr_kind::fma) throw std::invalid_argument("tiebreak::gpu::sweep_fma: not an fma instruction");
   if (kind == fma_sample::fixed_b && count > (std::uint64_t{1} << 32)) throw std::invalid_argument("tiebreak::gpu::sweep_fma: fixed_b covers at most 2^32 pairs");
   return run(op, 0, count, static_cast<int>(kind), param);
 }
 
-std::vector<std::uint32_t> apply_hw(probe_op op, std::span<const std::uint64_t> inputs) { return apply(op, inputs, true); }
-std::vector<std::uint32_t> apply_core(probe_op op, std::span<const std::uint64_t> inputs) { return apply(op, inputs, false); }
+std::vector<std::uint32_t> apply_hw(instr_op op, std::span<const std::uint64_t> inputs) { return apply(op, inputs, true); }
+std::vector<std::uint32_t> apply_core(instr_op op, std::span<const std::uint64_t> inputs) { return apply(op, inputs, false); }
 
 }  // namespace tiebreak::gpu

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Instantiates the sweep kernels of the bf16_arith probes (see op_group in sweep_kernels.cuh).
+/// @file Instantiates the sweep kernels of the bf16_arith instructions (see op_group in sweep_kernels.cuh).
 #include "sweep_kernels.cuh"
 
-#define TIEBREAK_GPU_FILL_ONE_bf16_arith_(n) fill_entry<probe_op::n, op_group::bf16_arith>(table);
+#define TIEBREAK_GPU_FILL_ONE_bf16_arith_(n) fill_entry<instr_op::n, op_group::bf16_arith>(table);
 TIEBREAK_GPU_FILL_GROUP_(bf16_arith)

@@ -42,11 +42,16 @@ std::string params_text(const emu::mma_model& m) {
       m.overflow_to_inf);
 }
 
-std::vector<std::string> unknown_names(std::uint32_t unknown) {
+std::vector<std::string> param_names(std::uint32_t mask) {
   std::vector<std::string> out;
   for (int bit = 0; bit < emu::mma_param_count; ++bit)
-    if (unknown & (1u << bit)) out.emplace_back(emu::mma_param_name(bit));
+    if (mask & (1u << bit)) out.emplace_back(emu::mma_param_name(bit));
   return out;
+}
+
+/// The parameters of the row's model that no input can tell apart (emu::mma_observable).
+std::vector<std::string> no_effect_names(const emu::mma_model_entry& e) {
+  return param_names(emu::mma_param_all & ~emu::mma_observable(e.model));
 }
 
 nlohmann::json model_json(const emu::mma_model_entry& e) {
@@ -70,7 +75,8 @@ nlohmann::json model_json(const emu::mma_model_entry& e) {
   j["daz"] = m.daz;
   j["ftz"] = m.ftz;
   j["overflow_to_inf"] = m.overflow_to_inf;
-  j["unverified"] = unknown_names(e.unknown);
+  j["unverified"] = param_names(emu::mma_unverified(e));
+  j["no_observable_effect"] = no_effect_names(e);
   j["evidence"] = std::string(e.evidence);
   return j;
 }
@@ -87,10 +93,14 @@ void run_list(const mma_options& opt) {
     std::cout << fmt::format("  {} x {} -> {} (accumulator {}), m{}n{}k{}\n", e.model.a_fmt.name, e.model.b_fmt.name,
                              e.model.c_fmt.name, e.model.acc_fmt.name, e.model.m, e.model.n, e.model.k);
     std::cout << "  " << params_text(e.model) << '\n';
-    const auto unk = unknown_names(e.unknown);
+    // Unverified: what could change a result and was not pinned; a parameter without observable
+    // effect is named as such, never as unverified.
+    const auto unk = param_names(emu::mma_unverified(e));
+    const auto none = no_effect_names(e);
+    const std::string no_effect = none.empty() ? "" : fmt::format(" (no observable effect: {})", fmt::join(none, " "));
     if (e.unknown == emu::mma_param_all) std::cout << "  status: unverified (every parameter); " << e.evidence << '\n';
-    else if (unk.empty()) std::cout << "  status: verified on hardware; " << e.evidence << '\n';
-    else std::cout << fmt::format("  status: unverified: {}; {}\n", fmt::join(unk, " "), e.evidence);
+    else if (unk.empty()) std::cout << fmt::format("  status: verified on hardware{}; {}\n", no_effect, e.evidence);
+    else std::cout << fmt::format("  status: unverified: {}{}; {}\n", fmt::join(unk, " "), no_effect, e.evidence);
   }
 }
 
@@ -164,7 +174,7 @@ void run_mma(const mma_options& opt) {
   if (have_error) error = (res.cls == value_class::finite ? res.value : host::rational(0)) - exact;
   const std::string exact_text = exact_known ? host::to_decimal_string(exact) : std::string("undefined (NaN or Inf input)");
   const std::string error_text_s = have_error ? host::to_decimal_string(error) : std::string("undefined");
-  const bool unverified = entry.unknown != 0;
+  const bool unverified = emu::mma_unverified(entry) != 0;
 
   if (opt.json) {
     nlohmann::json j;

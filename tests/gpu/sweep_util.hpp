@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "tiebreak/gpu/device.hpp"
-#include "tiebreak/gpu/probe.hpp"
+#include "tiebreak/emu/instr_table.hpp"
 #include "tiebreak/gpu/sweep.hpp"
 
 #ifndef TIEBREAK_TEST_LEVEL_FULL
@@ -40,9 +40,9 @@ inline std::uint64_t sweep_size() { return std::uint64_t{1} << sweep_log2(); }
       GTEST_SKIP() << "no usable GPU: " << ::tiebreak::gpu::device_description();        \
   } while (0)
 
-/// Sweeps a probe over the 32-bit space, or, below 2^32, over 16 windows spread across it (so a
+/// Sweeps an instruction over the 32-bit space, or, below 2^32, over 16 windows spread across it (so a
 /// reduced run still meets every sign and exponent range). Returns the merged result.
-inline sweep_result sweep_space(probe_op op) {
+inline sweep_result sweep_space(instr_op op) {
   const std::uint64_t n = sweep_size();
   if (n == (std::uint64_t{1} << 32)) return sweep(op);
   sweep_result total;
@@ -53,7 +53,7 @@ inline sweep_result sweep_space(probe_op op) {
     total.covered += r.covered;
     total.mismatches += r.mismatches;
     total.seconds += r.seconds;
-    for (int i = 0; i < probe_bin_count; ++i) total.by_bin[i] += r.by_bin[i];
+    for (int i = 0; i < instr_bin_count; ++i) total.by_bin[i] += r.by_bin[i];
     for (const mismatch& m : r.first)
       if (total.first.size() < static_cast<std::size_t>(max_recorded)) total.first.push_back(m);
   }
@@ -65,23 +65,23 @@ inline sweep_result sweep_space(probe_op op) {
 inline void report(const std::string& name, const sweep_result& r) {
   std::printf("[sweep] %-34s covered=%" PRIu64 " mismatches=%" PRIu64 " seconds=%.3f\n", name.c_str(), r.covered,
               r.mismatches, r.seconds);
-  for (int i = 0; i < probe_bin_count; ++i)
+  for (int i = 0; i < instr_bin_count; ++i)
     if (r.by_bin[i]) std::printf("[sweep]   bin %3d: %" PRIu64 " mismatches\n", i, r.by_bin[i]);
   for (const mismatch& m : r.first)
     std::printf("[sweep]   input=0x%012" PRIx64 " core=0x%08x hw=0x%08x\n", m.input, m.core_bits, m.hw_bits);
   std::fflush(stdout);
 }
 
-/// Every probe of the given kinds, for INSTANTIATE_TEST_SUITE_P.
-inline std::vector<probe_op> probes_where(bool (*pred)(const probe_desc&)) {
-  std::vector<probe_op> v;
-  for (probe_op op : all_probe_ops)
-    if (pred(probe_desc_of(op))) v.push_back(op);
+/// Every instruction of the given kinds, for INSTANTIATE_TEST_SUITE_P.
+inline std::vector<instr_op> instrs_where(bool (*pred)(const instr_desc&)) {
+  std::vector<instr_op> v;
+  for (instr_op op : all_instr_ops)
+    if (pred(instr_desc_of(op))) v.push_back(op);
   return v;
 }
 
-inline std::string probe_name(const ::testing::TestParamInfo<probe_op>& info) {
-  return std::string(probe_desc_of(info.param).name);
+inline std::string instr_name(const ::testing::TestParamInfo<instr_op>& info) {
+  return std::string(instr_desc_of(info.param).name);
 }
 
 /// Inputs spread over the whole 32-bit space (an odd stride visits every residue class), for

@@ -67,12 +67,42 @@ TEST(MmaCli, ListNamesEveryInstructionAndItsStatus) {
   ASSERT_EQ(r.status, 0) << r.out;
   for (emu::mma_instr i : emu::all_mma_instrs) EXPECT_NE(r.out.find(std::string(emu::mma_instr_name(i))), std::string::npos);
   EXPECT_NE(r.out.find("align_bits="), std::string::npos);
-  if (emu::mma_entry(emu::mma_instr::mma_m16n8k16_bf16).unknown != 0) {
-    EXPECT_NE(r.out.find("unverified"), std::string::npos);
-  }
+  for (const auto& e : emu::mma_models)
+    if (emu::mma_unverified(e) != 0) EXPECT_NE(r.out.find("status: unverified"), std::string::npos);
   const run_result js = run("mma --list --json");
   ASSERT_EQ(js.status, 0);
   EXPECT_EQ(nlohmann::json::parse(js.out).size(), 8u);
+}
+
+// An f32-output row: out_round (never pinned) has no observable effect, every parameter that has one
+// was pinned by the hardware runs: no warning, and the parameter is named as without effect.
+TEST(MmaCli, F32OutputRowIsNotUnverified) {
+  ASSERT_NE(emu::mma_entry(emu::mma_instr::mma_m16n8k16_bf16).unknown & emu::mma_param_out_round, 0u);
+  const run_result t = run("mma --instr mma.m16n8k16.bf16 --c 1 --a 1 --b 1");
+  ASSERT_EQ(t.status, 0) << t.out;
+  EXPECT_EQ(t.out.find("UNVERIFIED"), std::string::npos) << t.out;
+  const run_result r = run("mma --instr mma.m16n8k16.bf16 --c 1 --a 1 --b 1 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["model"]["unverified"].empty()) << r.out;
+  EXPECT_EQ(j["model"]["no_observable_effect"], nlohmann::json::array({"out_round"})) << r.out;
+  const run_result l = run("mma --list");
+  EXPECT_NE(l.out.find("mma.m16n8k16.bf16"), std::string::npos);
+  const std::string row = l.out.substr(l.out.find("mma.m16n8k16.bf16"));
+  EXPECT_EQ(row.find("status: verified on hardware (no observable effect: out_round);"), row.find("status:")) << row;
+}
+
+// FP8 wgmma: ftz was not pinned and does change results (a subnormal C): the warning stays, naming
+// only ftz (out_round and overflow_to_inf cannot show there).
+TEST(MmaCli, Fp8RowKeepsTheWarningForFtz) {
+  const run_result t = run("mma --instr wgmma.k32.e4m3 --c 1 --a 1 --b 1");
+  ASSERT_EQ(t.status, 0) << t.out;
+  EXPECT_NE(t.out.find("[UNVERIFIED on hardware]"), std::string::npos) << t.out;
+  const run_result r = run("mma --instr wgmma.k32.e4m3 --c 1 --a 1 --b 1 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["unverified"], nlohmann::json::array({"ftz"})) << r.out;
+  EXPECT_EQ(j["model"]["no_observable_effect"], nlohmann::json::array({"out_round", "overflow_to_inf"})) << r.out;
 }
 
 TEST(MmaCli, Errors) {

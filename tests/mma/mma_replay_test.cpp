@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "tiebreak/emu/mma.hpp"
-#include "tiebreak/emu/mma_probe.hpp"
+#include "tiebreak/host/mma_identify.hpp"
 
 #ifndef TIEBREAK_MMA_DATA_DIR
 #error "TIEBREAK_MMA_DATA_DIR must name tests/mma/data"

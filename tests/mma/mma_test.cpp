@@ -8,6 +8,7 @@
 #include "tiebreak/emu/mma.hpp"
 #include "tiebreak/emu/mma_gen.hpp"
 #include "tiebreak/host/exact.hpp"
+#include "tiebreak/host/mma_identify.hpp"
 
 namespace {
 
@@ -246,6 +247,102 @@ TEST(MmaModel, TableAndNames) {
   bad.group = 16;
   bad.align_bits = 49;
   EXPECT_FALSE(mma_model_valid(bad));
+}
+
+/// The inputs the observability checks use: the designed identification cases, generated tiles of
+/// every scenario (element (0, 0)), and the largest magnitudes (C = +-max, every product +-max * max)
+/// where an overflow would show.
+std::vector<mma_case> observability_cases(const mma_model& m) {
+  std::vector<mma_case> out = mma_identify_cases(m);
+  for (std::uint64_t tile = 0; tile < 20000; ++tile) {
+    mma_case cs;
+    cs.c = mma_gen_element(m, 5, tile, mma_operand_kind::c, 0, 0);
+    for (int i = 0; i < m.k; ++i) {
+      cs.a.push_back(mma_gen_element(m, 5, tile, mma_operand_kind::a, 0, i));
+      cs.b.push_back(mma_gen_element(m, 5, tile, mma_operand_kind::b, i, 0));
+    }
+    out.push_back(cs);
+  }
+  for (int sc = 0; sc < 2; ++sc)
+    for (int sp = 0; sp < 2; ++sp) {
+      mma_case cs;
+      cs.c = m.c_fmt.max_finite(sc != 0);
+      cs.a.assign(static_cast<std::size_t>(m.k), m.a_fmt.max_finite(sp != 0));
+      cs.b.assign(static_cast<std::size_t>(m.k), m.b_fmt.max_finite(false));
+      out.push_back(cs);
+    }
+  return out;
+}
+
+/// Number of cases on which models x and y differ.
+int differences(const mma_model& x, const mma_model& y, const std::vector<mma_case>& cases) {
+  int n = 0;
+  for (const mma_case& cs : cases)
+    n += mma_dot(x, cs.c, cs.a.data(), cs.b.data()).bits != mma_dot(y, cs.c, cs.a.data(), cs.b.data()).bits;
+  return n;
+}
+
+// mma_observable's claims, on data: for every row, a parameter declared without observable effect
+// changes no result when flipped (every other value of the hypothesis grid).
+TEST(MmaObservable, ParametersWithoutEffectChangeNoResult) {
+  const round_mode modes[] = {round_mode::rz, round_mode::rne, round_mode::rna, round_mode::ru, round_mode::rd};
+  for (const mma_model_entry& e : mma_models) {
+    SCOPED_TRACE(std::string(mma_instr_name(e.id)));
+    const std::uint32_t obs = mma_observable(e.model);
+    const std::vector<mma_case> cases = observability_cases(e.model);
+    if ((obs & mma_param_out_round) == 0)
+      for (round_mode r : modes) {
+        mma_model y = e.model;
+        y.out_round = r;
+        EXPECT_EQ(differences(e.model, y, cases), 0) << "out_round " << to_string(r);
+      }
+    if ((obs & mma_param_overflow) == 0) {
+      mma_model y = e.model;
+      y.overflow_to_inf = !y.overflow_to_inf;
+      EXPECT_EQ(differences(e.model, y, cases), 0) << "overflow_to_inf";
+    }
+  }
+}
+
+// What the table says as a result: the f32-output rows leave nothing observable unpinned; FP8
+// wgmma leaves ftz, which does matter: a subnormal C on acc13's grid (2^-130) survives or flushes.
+TEST(MmaObservable, TableRows) {
+  for (mma_instr i : {mma_instr::mma_m16n8k16_bf16, mma_instr::mma_m16n8k16_f16, mma_instr::mma_m16n8k8_tf32,
+                      mma_instr::wgmma_k16_bf16, mma_instr::wgmma_k16_f16, mma_instr::mma_m16n8k16_f16_f16out}) {
+    EXPECT_NE(mma_entry(i).unknown, 0u) << mma_instr_name(i);  // out_round was never pinned ...
+    EXPECT_EQ(mma_unverified(mma_entry(i)), 0u) << mma_instr_name(i);  // ... and cannot be
+  }
+  for (mma_instr i : {mma_instr::wgmma_k32_e4m3, mma_instr::wgmma_k32_e5m2}) {
+    const mma_model& m = mma_entry(i).model;
+    EXPECT_EQ(mma_unverified(mma_entry(i)), static_cast<std::uint32_t>(mma_param_ftz)) << mma_instr_name(i);
+    mma_model flushed = m;
+    flushed.ftz = !m.ftz;
+    std::vector<std::uint64_t> a(static_cast<std::size_t>(m.k), 0), b(static_cast<std::size_t>(m.k), 0);
+    const std::uint64_t c = 0x00080000;  // 2^-130, f32 subnormal
+    EXPECT_EQ(mma_dot(m, c, a.data(), b.data()).bits, m.ftz ? 0u : c);
+    EXPECT_NE(mma_dot(flushed, c, a.data(), b.data()).bits, mma_dot(m, c, a.data(), b.data()).bits);
+  }
+}
+
+// The rule is not vacuous: where the narrowing rounds (f32 accumulator, f16 output) out_round is
+// observable, and where a bf16 step can overflow in rz, overflow_to_inf is.
+TEST(MmaObservable, ParametersWithEffectAreKept) {
+  mma_model f16out = mma_entry(mma_instr::mma_m16n8k16_f16_f16out).model;
+  f16out.acc_fmt = formats::f32;
+  f16out.step_round = round_mode::rz;
+  ASSERT_NE(mma_observable(f16out) & mma_param_out_round, 0u);
+  mma_model up = f16out;
+  up.out_round = round_mode::ru;
+  // 1 + 2^-11 (f16: a tie): rne keeps 1, ru gives 1 + 2^-10.
+  EXPECT_NE(dot(f16out, 0x3c00, {0x1000}, {0x3c00}), dot(up, 0x3c00, {0x1000}, {0x3c00}));
+
+  const mma_model& bf = mma_entry(mma_instr::mma_m16n8k16_bf16).model;
+  ASSERT_NE(mma_observable(bf) & mma_param_overflow, 0u);
+  mma_model sat = bf;
+  sat.overflow_to_inf = !bf.overflow_to_inf;
+  // f32 max + 2^52 * 2^52 = 2^128: overflows in rz.
+  EXPECT_NE(dot(bf, 0x7f7fffff, {0x59800000 >> 16}, {0x59800000 >> 16}),
+            dot(sat, 0x7f7fffff, {0x59800000 >> 16}, {0x59800000 >> 16}));
 }
 
 }  // namespace

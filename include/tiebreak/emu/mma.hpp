@@ -608,11 +608,50 @@ struct mma_model_entry {
   mma_instr id;
   std::string_view ptx;        ///< the PTX instruction the probes execute
   mma_model model;
-  std::uint32_t unknown;       ///< mma_param bits NOT established on hardware (mma_param_all: unverified)
+  std::uint32_t unknown;       ///< mma_param bits NOT pinned on hardware (mma_param_all: none pinned);
+                               ///< those without observable effect (mma_observable) are not unverified
   std::string_view evidence;   ///< where the parameters come from
 };
 
-/// A model from every parameter, in the order the probe prints them (tiebreak_mma_probe).
+/// The parameters (mma_param bits) whose value can change some result of model `m`, the others
+/// as in `m`. A parameter outside the mask has no observable effect: no input can tell its values
+/// apart, so no case can pin it, and leaving it unpinned leaves nothing unverified. Conservative:
+/// a parameter leaves the mask only by one of these arguments (tests/mma/mma_test.cpp checks each
+/// on generated tiles by flipping the parameter):
+///   out_round        acc_fmt -> c_fmt is exact: the same format (no narrowing at all), or c_fmt has
+///                    acc_fmt's exponent field and at least its fraction bits (mma_acc_format(13) ->
+///                    f32, FP8 wgmma). Every f32-output row: the accumulator already is the output.
+///   overflow_to_inf  step_round rne or rna (round_pack gives Inf on overflow anyway); or no step can
+///                    overflow: align_round rz (or exact) and step_round rz never grow a magnitude,
+///                    so a step stays below 2^(emax_acc + 1) when max|C| and max|acc| plus k * max|a b|
+///                    do, with |a b| < 2^(emax_a + emax_b + 2). f16 and FP8 inputs into an f32-range
+///                    accumulator: k max|a b| < 2^37, the room above f32's max finite is 2^104.
+TIEBREAK_HDC std::uint32_t mma_observable(const mma_model& m) noexcept {
+  std::uint32_t mask = mma_param_all;
+  const format_desc &acc = m.acc_fmt, &c = m.c_fmt;
+  const bool exact_out = same_format(acc, c) ||
+                         (c.exp_bits == acc.exp_bits && c.bias == acc.bias && c.man_bits >= acc.man_bits);
+  if (exact_out) mask &= ~static_cast<std::uint32_t>(mma_param_out_round);
+  bool overflow_effect = true;
+  if (m.step_round == round_mode::rne || m.step_round == round_mode::rna) {
+    overflow_effect = false;
+  } else if (m.step_round == round_mode::rz &&
+             (m.align_round == round_mode::rz || m.align_bits >= mma_align_exact) && c.emax() <= acc.emax()) {
+    // max(|C|, |acc|) = 2^(emax+1) - 2^(emax - man) for the wider of the two with the top exponent.
+    const int man_top = c.emax() == acc.emax() && c.man_bits > acc.man_bits ? c.man_bits : acc.man_bits;
+    int log2_k = 0;
+    while ((1 << log2_k) < m.k) ++log2_k;
+    overflow_effect = log2_k + m.a_fmt.emax() + m.b_fmt.emax() + 2 > acc.emax() - man_top;
+  }
+  if (!overflow_effect) mask &= ~static_cast<std::uint32_t>(mma_param_overflow);
+  return mask;
+}
+
+/// The parameters of row `e` that could change a result and were not pinned on hardware: what
+/// `tiebreak mma` flags as unverified.
+TIEBREAK_HDC std::uint32_t mma_unverified(const mma_model_entry& e) noexcept { return e.unknown & mma_observable(e.model); }
+
+/// A model from every parameter, in the order the probe prints them (tiebreak_mma_identify).
 TIEBREAK_HDC mma_model mma_make(format_desc ab, format_desc c, format_desc acc, int m, int n, int k, int group,
                                 mma_grouping grouping, mma_c_order c_order, mma_exp_ref exp_ref, int align_bits,
                                 round_mode align_round, round_mode step_round, round_mode out_round, bool daz,

@@ -7,20 +7,20 @@
 namespace tiebreak::gpu {
 namespace {
 
-bool is_fast_probe(const probe_desc& d) { return d.fast; }
+bool is_fast_instr(const instr_desc& d) { return d.fast; }
 
-class fast_probe : public ::testing::TestWithParam<probe_op> {};
+class fast_instr : public ::testing::TestWithParam<instr_op> {};
 
-TEST_P(fast_probe, hardware_equals_fast_path_on_every_input) {
+TEST_P(fast_instr, hardware_equals_fast_path_on_every_input) {
   TIEBREAK_REQUIRE_GPU();
-  const probe_desc d = probe_desc_of(GetParam());
+  const instr_desc d = instr_desc_of(GetParam());
   const sweep_result r = testing::sweep_space(GetParam());
   testing::report(std::string(d.name), r);
   EXPECT_EQ(r.covered, testing::sweep_size()) << d.instruction;
   EXPECT_EQ(r.mismatches, 0u) << d.instruction;
 }
 
-INSTANTIATE_TEST_SUITE_P(h200, fast_probe, ::testing::ValuesIn(testing::probes_where(is_fast_probe)), testing::probe_name);
+INSTANTIATE_TEST_SUITE_P(h200, fast_instr, ::testing::ValuesIn(testing::instrs_where(is_fast_instr)), testing::instr_name);
 
 }  // namespace
 }  // namespace tiebreak::gpu

@@ -7,7 +7,7 @@
 /// midpoint, support/oracle.hpp) gives the expected bits, flags and trace, once per input; round_pack
 /// must match it in every mode (the error fields in rz, and in ru or rd by the input's sign, which
 /// cover every trace: see checks_error_fields); f32_bits_to_bf16_<mode> and f32_bits_to_bf16(x, rounding) must equal
-/// round_pack's bits; and the bulk loops of fast.hpp, for every instruction set this CPU runs
+/// round_pack's bits; and the bulk loops of tiebreak/host/bulk_convert.hpp, for every instruction set this CPU runs
 /// (bulk_isa), must equal round_pack's bits on every block. sr uses a hash of the input as its
 /// random bits (a different sample of the random space for every input), so any sweep of it is a
 /// sample; it runs on the 16.7 M inputs of the sampled blocks at both test levels.
@@ -25,9 +25,12 @@
 #include "support/sweep.hpp"
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/round.hpp"
+#include "tiebreak/host/bulk_convert.hpp"
 
 namespace tiebreak::test {
 namespace {
+
+using namespace tiebreak::host;
 
 constexpr ref_format BF16 = ref_of(formats::bf16);
 constexpr round_mode modes[] = {round_mode::rne, round_mode::rna, round_mode::rz, round_mode::ru,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file fast.hpp: bit tables for every mode, NaN never becoming Inf, and a quick random check
-/// against round_pack (the full 2^32 proof is fast_exhaustive_test.cpp, label exhaustive).
+/// @file fast.hpp: bit tables for every mode, NaN never becoming Inf, and a quick random check of the
+/// bulk loops (tiebreak/host/bulk_convert.hpp) against round_pack (the full 2^32 proof is
+/// fast_exhaustive_test.cpp, label exhaustive).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,9 +10,13 @@
 #include "support/sweep.hpp"
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/round.hpp"
+#include "tiebreak/host/bulk_convert.hpp"
 
 namespace tiebreak::test {
 namespace {
+
+using host::convert_f32_to_bf16;
+using host::convert_f32_to_bf16_sr;
 
 static_assert(f32_bits_to_bf16_rna(0x3f808000u) == 0x3f81);
 static_assert(f32_bits_to_bf16_ru(0x3f800001u) == 0x3f81 && f32_bits_to_bf16_ru(0xbf800001u) == 0xbf80);

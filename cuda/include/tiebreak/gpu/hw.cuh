@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file The hardware side of every probe: the CUDA intrinsic or inline PTX, on raw bits (device only).
+/// @file The hardware side of every instruction of tiebreak/emu/instr_table.hpp: the CUDA intrinsic or inline PTX, on raw bits (device only).
 ///
 /// Intrinsics are used where CUDA has one (that is what users call); inline PTX where it has none.
 /// Each asm statement is `volatile`-free and has no memory clobber: it is a pure function of its
@@ -14,7 +14,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include "tiebreak/gpu/probe.hpp"
+#include "tiebreak/emu/instr_table.hpp"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "tiebreak GPU probes need sm_90 (cvt.rm/rp.bf16.f32, cvt.rn/rz.tf32.f32, add.rn.bf16)"
@@ -54,59 +54,59 @@ __device__ __forceinline__ __half f16(std::uint64_t x) { return __ushort_as_half
     return static_cast<std::uint32_t>(r);                                  \
   }(static_cast<std::uint32_t>(in))
 
-/// The instruction's full output register for probe input `in` (layout: probe_kind).
-template <probe_op Op>
+/// The instruction's full output register for input `in` (layout: instr_kind).
+template <instr_op Op>
 __device__ __forceinline__ std::uint32_t result(std::uint64_t in) {
   const auto x = static_cast<std::uint32_t>(in);
   const std::uint16_t a = static_cast<std::uint16_t>(in >> 16), b = static_cast<std::uint16_t>(in);
-  if constexpr (Op == probe_op::f32_to_bf16_rn || Op == probe_op::fast_f32_to_bf16_rn) return bits(__float2bfloat16_rn(f32(x)));
-  else if constexpr (Op == probe_op::f32_to_bf16_rz || Op == probe_op::fast_f32_to_bf16_rz) return bits(__float2bfloat16_rz(f32(x)));
-  else if constexpr (Op == probe_op::f32_to_bf16_rd || Op == probe_op::fast_f32_to_bf16_rd) return bits(__float2bfloat16_rd(f32(x)));
-  else if constexpr (Op == probe_op::f32_to_bf16_ru || Op == probe_op::fast_f32_to_bf16_ru) return bits(__float2bfloat16_ru(f32(x)));
-  else if constexpr (Op == probe_op::f32_to_bf16_rn_relu) return TIEBREAK_HW_CVT16_("cvt.rn.relu.bf16.f32");
-  else if constexpr (Op == probe_op::f32_to_bf16_rn_satfinite) return TIEBREAK_HW_CVT16_("cvt.rn.satfinite.bf16.f32");
-  else if constexpr (Op == probe_op::f32_to_bf16_rz_satfinite) return TIEBREAK_HW_CVT16_("cvt.rz.satfinite.bf16.f32");
-  else if constexpr (Op == probe_op::f32_to_f16_rn) return bits(__float2half_rn(f32(x)));
-  else if constexpr (Op == probe_op::f32_to_f16_rz) return bits(__float2half_rz(f32(x)));
-  else if constexpr (Op == probe_op::f32_to_f16_rd) return bits(__float2half_rd(f32(x)));
-  else if constexpr (Op == probe_op::f32_to_f16_ru) return bits(__float2half_ru(f32(x)));
-  else if constexpr (Op == probe_op::f32_to_f16_rn_relu) return TIEBREAK_HW_CVT16_("cvt.rn.relu.f16.f32");
-  else if constexpr (Op == probe_op::f32_to_f16_rn_satfinite) return TIEBREAK_HW_CVT16_("cvt.rn.satfinite.f16.f32");
-  else if constexpr (Op == probe_op::f32_to_tf32_rna) return TIEBREAK_HW_CVT32_("cvt.rna.tf32.f32");
-  else if constexpr (Op == probe_op::f32_to_tf32_rna_satfinite) return TIEBREAK_HW_CVT32_("cvt.rna.satfinite.tf32.f32");
-  else if constexpr (Op == probe_op::f32_to_tf32_rn) return TIEBREAK_HW_CVT32_("cvt.rn.tf32.f32");
-  else if constexpr (Op == probe_op::f32_to_tf32_rz) return TIEBREAK_HW_CVT32_("cvt.rz.tf32.f32");
-  else if constexpr (Op == probe_op::f32_to_tf32_rn_relu) return TIEBREAK_HW_CVT32_("cvt.rn.relu.tf32.f32");
-  else if constexpr (Op == probe_op::f32_to_tf32_rz_relu) return TIEBREAK_HW_CVT32_("cvt.rz.relu.tf32.f32");
-  else if constexpr (Op == probe_op::f32_to_e4m3_sat) return __nv_cvt_float_to_fp8(f32(x), __NV_SATFINITE, __NV_E4M3);
-  else if constexpr (Op == probe_op::f32_to_e5m2_sat) return __nv_cvt_float_to_fp8(f32(x), __NV_SATFINITE, __NV_E5M2);
-  else if constexpr (Op == probe_op::f32_to_e4m3_nosat) return __nv_cvt_float_to_fp8(f32(x), __NV_NOSAT, __NV_E4M3);
-  else if constexpr (Op == probe_op::f32_to_e5m2_nosat) return __nv_cvt_float_to_fp8(f32(x), __NV_NOSAT, __NV_E5M2);
-  else if constexpr (Op == probe_op::f32x2_to_e4m3x2_sat) return TIEBREAK_HW_F8X2_F32_("cvt.rn.satfinite.e4m3x2.f32");
-  else if constexpr (Op == probe_op::f32x2_to_e5m2x2_sat) return TIEBREAK_HW_F8X2_F32_("cvt.rn.satfinite.e5m2x2.f32");
-  else if constexpr (Op == probe_op::f32x2_to_e4m3x2_sat_relu) return TIEBREAK_HW_F8X2_F32_("cvt.rn.satfinite.relu.e4m3x2.f32");
-  else if constexpr (Op == probe_op::f32x2_to_e5m2x2_sat_relu) return TIEBREAK_HW_F8X2_F32_("cvt.rn.satfinite.relu.e5m2x2.f32");
-  else if constexpr (Op == probe_op::f16_to_e4m3_sat || Op == probe_op::f16_to_e5m2_sat) {
-    constexpr __nv_fp8_interpretation_t t = Op == probe_op::f16_to_e4m3_sat ? __NV_E4M3 : __NV_E5M2;
+  if constexpr (Op == instr_op::f32_to_bf16_rn || Op == instr_op::fast_f32_to_bf16_rn) return bits(__float2bfloat16_rn(f32(x)));
+  else if constexpr (Op == instr_op::f32_to_bf16_rz || Op == instr_op::fast_f32_to_bf16_rz) return bits(__float2bfloat16_rz(f32(x)));
+  else if constexpr (Op == instr_op::f32_to_bf16_rd || Op == instr_op::fast_f32_to_bf16_rd) return bits(__float2bfloat16_rd(f32(x)));
+  else if constexpr (Op == instr_op::f32_to_bf16_ru || Op == instr_op::fast_f32_to_bf16_ru) return bits(__float2bfloat16_ru(f32(x)));
+  else if constexpr (Op == instr_op::f32_to_bf16_rn_relu) return TIEBREAK_HW_CVT16_("cvt.rn.relu.bf16.f32");
+  else if constexpr (Op == instr_op::f32_to_bf16_rn_satfinite) return TIEBREAK_HW_CVT16_("cvt.rn.satfinite.bf16.f32");
+  else if constexpr (Op == instr_op::f32_to_bf16_rz_satfinite) return TIEBREAK_HW_CVT16_("cvt.rz.satfinite.bf16.f32");
+  else if constexpr (Op == instr_op::f32_to_f16_rn) return bits(__float2half_rn(f32(x)));
+  else if constexpr (Op == instr_op::f32_to_f16_rz) return bits(__float2half_rz(f32(x)));
+  else if constexpr (Op == instr_op::f32_to_f16_rd) return bits(__float2half_rd(f32(x)));
+  else if constexpr (Op == instr_op::f32_to_f16_ru) return bits(__float2half_ru(f32(x)));
+  else if constexpr (Op == instr_op::f32_to_f16_rn_relu) return TIEBREAK_HW_CVT16_("cvt.rn.relu.f16.f32");
+  else if constexpr (Op == instr_op::f32_to_f16_rn_satfinite) return TIEBREAK_HW_CVT16_("cvt.rn.satfinite.f16.f32");
+  else if constexpr (Op == instr_op::f32_to_tf32_rna) return TIEBREAK_HW_CVT32_("cvt.rna.tf32.f32");
+  else if constexpr (Op == instr_op::f32_to_tf32_rna_satfinite) return TIEBREAK_HW_CVT32_("cvt.rna.satfinite.tf32.f32");
+  else if constexpr (Op == instr_op::f32_to_tf32_rn) return TIEBREAK_HW_CVT32_("cvt.rn.tf32.f32");
+  else if constexpr (Op == instr_op::f32_to_tf32_rz) return TIEBREAK_HW_CVT32_("cvt.rz.tf32.f32");
+  else if constexpr (Op == instr_op::f32_to_tf32_rn_relu) return TIEBREAK_HW_CVT32_("cvt.rn.relu.tf32.f32");
+  else if constexpr (Op == instr_op::f32_to_tf32_rz_relu) return TIEBREAK_HW_CVT32_("cvt.rz.relu.tf32.f32");
+  else if constexpr (Op == instr_op::f32_to_e4m3_sat) return __nv_cvt_float_to_fp8(f32(x), __NV_SATFINITE, __NV_E4M3);
+  else if constexpr (Op == instr_op::f32_to_e5m2_sat) return __nv_cvt_float_to_fp8(f32(x), __NV_SATFINITE, __NV_E5M2);
+  else if constexpr (Op == instr_op::f32_to_e4m3_nosat) return __nv_cvt_float_to_fp8(f32(x), __NV_NOSAT, __NV_E4M3);
+  else if constexpr (Op == instr_op::f32_to_e5m2_nosat) return __nv_cvt_float_to_fp8(f32(x), __NV_NOSAT, __NV_E5M2);
+  else if constexpr (Op == instr_op::f32x2_to_e4m3x2_sat) return TIEBREAK_HW_F8X2_F32_("cvt.rn.satfinite.e4m3x2.f32");
+  else if constexpr (Op == instr_op::f32x2_to_e5m2x2_sat) return TIEBREAK_HW_F8X2_F32_("cvt.rn.satfinite.e5m2x2.f32");
+  else if constexpr (Op == instr_op::f32x2_to_e4m3x2_sat_relu) return TIEBREAK_HW_F8X2_F32_("cvt.rn.satfinite.relu.e4m3x2.f32");
+  else if constexpr (Op == instr_op::f32x2_to_e5m2x2_sat_relu) return TIEBREAK_HW_F8X2_F32_("cvt.rn.satfinite.relu.e5m2x2.f32");
+  else if constexpr (Op == instr_op::f16_to_e4m3_sat || Op == instr_op::f16_to_e5m2_sat) {
+    constexpr __nv_fp8_interpretation_t t = Op == instr_op::f16_to_e4m3_sat ? __NV_E4M3 : __NV_E5M2;
     __half_raw lo, hi;
     lo.x = static_cast<unsigned short>(x);
     hi.x = static_cast<unsigned short>(x >> 16);
     return static_cast<std::uint32_t>(__nv_cvt_halfraw_to_fp8(lo, __NV_SATFINITE, t)) |
            (static_cast<std::uint32_t>(__nv_cvt_halfraw_to_fp8(hi, __NV_SATFINITE, t)) << 8);
   }
-  else if constexpr (Op == probe_op::f16x2_to_e4m3x2_sat_relu) return TIEBREAK_HW_F8X2_F16X2_("cvt.rn.satfinite.relu.e4m3x2.f16x2");
-  else if constexpr (Op == probe_op::f16x2_to_e5m2x2_sat_relu) return TIEBREAK_HW_F8X2_F16X2_("cvt.rn.satfinite.relu.e5m2x2.f16x2");
-  else if constexpr (Op == probe_op::bf16_add) return bits(__hadd(bf16(a), bf16(b)));
-  else if constexpr (Op == probe_op::bf16_add_rn) return bits(__hadd_rn(bf16(a), bf16(b)));
-  else if constexpr (Op == probe_op::bf16_mul) return bits(__hmul(bf16(a), bf16(b)));
-  else if constexpr (Op == probe_op::bf16_mul_rn) return bits(__hmul_rn(bf16(a), bf16(b)));
-  else if constexpr (Op == probe_op::f16_add) return bits(__hadd(f16(a), f16(b)));
-  else if constexpr (Op == probe_op::f16_add_rn) return bits(__hadd_rn(f16(a), f16(b)));
-  else if constexpr (Op == probe_op::f16_mul) return bits(__hmul(f16(a), f16(b)));
-  else if constexpr (Op == probe_op::f16_mul_rn) return bits(__hmul_rn(f16(a), f16(b)));
-  else if constexpr (Op == probe_op::bf16_fma) return bits(__hfma(bf16(in >> 32), bf16(in >> 16), bf16(in)));
+  else if constexpr (Op == instr_op::f16x2_to_e4m3x2_sat_relu) return TIEBREAK_HW_F8X2_F16X2_("cvt.rn.satfinite.relu.e4m3x2.f16x2");
+  else if constexpr (Op == instr_op::f16x2_to_e5m2x2_sat_relu) return TIEBREAK_HW_F8X2_F16X2_("cvt.rn.satfinite.relu.e5m2x2.f16x2");
+  else if constexpr (Op == instr_op::bf16_add) return bits(__hadd(bf16(a), bf16(b)));
+  else if constexpr (Op == instr_op::bf16_add_rn) return bits(__hadd_rn(bf16(a), bf16(b)));
+  else if constexpr (Op == instr_op::bf16_mul) return bits(__hmul(bf16(a), bf16(b)));
+  else if constexpr (Op == instr_op::bf16_mul_rn) return bits(__hmul_rn(bf16(a), bf16(b)));
+  else if constexpr (Op == instr_op::f16_add) return bits(__hadd(f16(a), f16(b)));
+  else if constexpr (Op == instr_op::f16_add_rn) return bits(__hadd_rn(f16(a), f16(b)));
+  else if constexpr (Op == instr_op::f16_mul) return bits(__hmul(f16(a), f16(b)));
+  else if constexpr (Op == instr_op::f16_mul_rn) return bits(__hmul_rn(f16(a), f16(b)));
+  else if constexpr (Op == instr_op::bf16_fma) return bits(__hfma(bf16(in >> 32), bf16(in >> 16), bf16(in)));
   else {
-    static_assert(Op == probe_op::f16_fma, "every probe_op needs its instruction here");
+    static_assert(Op == instr_op::f16_fma, "every instr_op needs its instruction here");
     return bits(__hfma(f16(in >> 32), f16(in >> 16), f16(in)));
   }
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Hardware probes: each GPU instruction probed, the core function that models it, input generators.
+/// @file The GPU instruction table: each scalar instruction the sweeps check, its core model, inputs.
 ///
 /// Portable (no CUDA headers): the same `TIEBREAK_HD` model runs inside the sweep kernels and in the
 /// host tests, so a device sweep compares the hardware with the core *in the kernel*, and the tests
-/// can check that the core gives the same bits on the host. docs/hardware.md lists every probe, the
+/// can check that the core gives the same bits on the host. docs/hardware.md lists every instruction, the
 /// SASS it compiles to and what the H200 did.
 #pragma once
 
@@ -17,10 +17,11 @@
 #include "tiebreak/fp/round.hpp"
 #include "tiebreak/emu/ops.hpp"
 
+// Namespace gpu: the table names the device's instructions; the code itself is portable (core).
 namespace tiebreak::gpu {
 
-/// Every probed instruction. X(name): one enumerator each; the order is the enum's.
-#define TIEBREAK_GPU_PROBE_OPS(X)                                                                     \
+/// Every instruction of the table. X(name): one enumerator each; the order is the enum's.
+#define TIEBREAK_GPU_INSTR_OPS(X)                                                                     \
   X(f32_to_bf16_rn) X(f32_to_bf16_rz) X(f32_to_bf16_rd) X(f32_to_bf16_ru)                            \
   X(f32_to_bf16_rn_relu) X(f32_to_bf16_rn_satfinite) X(f32_to_bf16_rz_satfinite)                     \
   X(fast_f32_to_bf16_rn) X(fast_f32_to_bf16_rz) X(fast_f32_to_bf16_rd) X(fast_f32_to_bf16_ru)        \
@@ -36,21 +37,21 @@ namespace tiebreak::gpu {
   X(f16_add) X(f16_add_rn) X(f16_mul) X(f16_mul_rn)                                                  \
   X(bf16_fma) X(f16_fma)
 
-enum class probe_op : std::uint8_t {
+enum class instr_op : std::uint8_t {
 #define TIEBREAK_GPU_ENUM_(n) n,
-  TIEBREAK_GPU_PROBE_OPS(TIEBREAK_GPU_ENUM_)
+  TIEBREAK_GPU_INSTR_OPS(TIEBREAK_GPU_ENUM_)
 #undef TIEBREAK_GPU_ENUM_
 };
 
-inline constexpr probe_op all_probe_ops[] = {
-#define TIEBREAK_GPU_LIST_(n) probe_op::n,
-    TIEBREAK_GPU_PROBE_OPS(TIEBREAK_GPU_LIST_)
+inline constexpr instr_op all_instr_ops[] = {
+#define TIEBREAK_GPU_LIST_(n) instr_op::n,
+    TIEBREAK_GPU_INSTR_OPS(TIEBREAK_GPU_LIST_)
 #undef TIEBREAK_GPU_LIST_
 };
-inline constexpr int probe_op_count = static_cast<int>(sizeof(all_probe_ops) / sizeof(all_probe_ops[0]));
+inline constexpr int instr_op_count = static_cast<int>(sizeof(all_instr_ops) / sizeof(all_instr_ops[0]));
 
 /// How an input index maps to operands and which core function models the instruction.
-enum class probe_kind : std::uint8_t {
+enum class instr_kind : std::uint8_t {
   convert,     ///< one f32 x -> to (input: the f32 encoding, 2^32 inputs)
   convert_x2,  ///< two lanes packed into one result: lane lo in bits [0, w), lane hi in [w, 2w)
                ///< f32 lanes: lo = x, hi = rotl(x, 16) (a bijection: every f32 meets both lanes);
@@ -60,17 +61,17 @@ enum class probe_kind : std::uint8_t {
   fma,         ///< a * b + c; input = a << 32 | b << 16 | c (sampled: see fma_input)
 };
 
-/// One probe: the instruction and its model. `relu`: the instruction's .relu modifier, modelled as
+/// One table entry: the instruction and its model. `relu`: the instruction's .relu modifier, modelled as
 /// a clamp applied to the core's rounded result (negative non-NaN results become +0; it is not a
 /// rounding decision). `fast`: the model is the branch-free fp/fast.hpp function, not round_pack.
 /// `step_down_nonfinite`: after rounding, an Inf or NaN encoding is decremented by one unit of the
 /// result's lsb (sign kept). That is how ptxas's integer expansion of cvt.rna.satfinite.tf32.f32
 /// saturates (docs/hardware.md); for finite and infinite inputs it coincides with the core's
 /// saturation, and it only changes what NaN inputs give.
-struct probe_desc {
+struct instr_desc {
   std::string_view name;
   std::string_view instruction;  ///< the intrinsic or PTX the kernel executes
-  probe_kind kind;
+  instr_kind kind;
   format_id from;                ///< operand format
   format_id to;                  ///< result format (== from for arithmetic)
   round_mode mode;
@@ -81,72 +82,72 @@ struct probe_desc {
 };
 
 namespace detail {
-TIEBREAK_HDC probe_desc mk(std::string_view n, std::string_view ins, probe_kind k, format_id from, format_id to,
+TIEBREAK_HDC instr_desc mk(std::string_view n, std::string_view ins, instr_kind k, format_id from, format_id to,
                            round_mode m, bool sat = false, bool relu = false, bool fast = false,
                            nan_policy nan = nan_policy::canonical, bool step_down = false) noexcept {
   convert_options o{};
   o.saturate = sat;
   o.nan = nan;
-  return probe_desc{n, ins, k, from, to, m, o, relu, fast, step_down};
+  return instr_desc{n, ins, k, from, to, m, o, relu, fast, step_down};
 }
 }  // namespace detail
 
-/// The probe table. Hardware findings that differ from the core's defaults are expressed here, in
+/// The instruction table. Hardware findings that differ from the core's defaults are expressed here, in
 /// the model's options (docs/hardware.md says which, and why).
-TIEBREAK_HDC probe_desc probe_desc_of(probe_op op) noexcept {
+TIEBREAK_HDC instr_desc instr_desc_of(instr_op op) noexcept {
   using detail::mk;
-  using k = probe_kind;
+  using k = instr_kind;
   using f = format_id;
   using m = round_mode;
   switch (op) {
-    case probe_op::f32_to_bf16_rn: return mk("f32_to_bf16_rn", "__float2bfloat16_rn (cvt.rn.bf16.f32)", k::convert, f::f32, f::bf16, m::rne);
-    case probe_op::f32_to_bf16_rz: return mk("f32_to_bf16_rz", "__float2bfloat16_rz (cvt.rz.bf16.f32)", k::convert, f::f32, f::bf16, m::rz);
-    case probe_op::f32_to_bf16_rd: return mk("f32_to_bf16_rd", "__float2bfloat16_rd (cvt.rm.bf16.f32)", k::convert, f::f32, f::bf16, m::rd);
-    case probe_op::f32_to_bf16_ru: return mk("f32_to_bf16_ru", "__float2bfloat16_ru (cvt.rp.bf16.f32)", k::convert, f::f32, f::bf16, m::ru);
-    case probe_op::f32_to_bf16_rn_relu: return mk("f32_to_bf16_rn_relu", "cvt.rn.relu.bf16.f32", k::convert, f::f32, f::bf16, m::rne, false, true);
-    case probe_op::f32_to_bf16_rn_satfinite: return mk("f32_to_bf16_rn_satfinite", "cvt.rn.satfinite.bf16.f32", k::convert, f::f32, f::bf16, m::rne, true);
-    case probe_op::f32_to_bf16_rz_satfinite: return mk("f32_to_bf16_rz_satfinite", "cvt.rz.satfinite.bf16.f32", k::convert, f::f32, f::bf16, m::rz, true);
-    case probe_op::fast_f32_to_bf16_rn: return mk("fast_f32_to_bf16_rn", "__float2bfloat16_rn vs fp/fast.hpp", k::convert, f::f32, f::bf16, m::rne, false, false, true);
-    case probe_op::fast_f32_to_bf16_rz: return mk("fast_f32_to_bf16_rz", "__float2bfloat16_rz vs fp/fast.hpp", k::convert, f::f32, f::bf16, m::rz, false, false, true);
-    case probe_op::fast_f32_to_bf16_rd: return mk("fast_f32_to_bf16_rd", "__float2bfloat16_rd vs fp/fast.hpp", k::convert, f::f32, f::bf16, m::rd, false, false, true);
-    case probe_op::fast_f32_to_bf16_ru: return mk("fast_f32_to_bf16_ru", "__float2bfloat16_ru vs fp/fast.hpp", k::convert, f::f32, f::bf16, m::ru, false, false, true);
-    case probe_op::f32_to_f16_rn: return mk("f32_to_f16_rn", "__float2half_rn (cvt.rn.f16.f32)", k::convert, f::f32, f::f16, m::rne);
-    case probe_op::f32_to_f16_rz: return mk("f32_to_f16_rz", "__float2half_rz (cvt.rz.f16.f32)", k::convert, f::f32, f::f16, m::rz);
-    case probe_op::f32_to_f16_rd: return mk("f32_to_f16_rd", "__float2half_rd (cvt.rm.f16.f32)", k::convert, f::f32, f::f16, m::rd);
-    case probe_op::f32_to_f16_ru: return mk("f32_to_f16_ru", "__float2half_ru (cvt.rp.f16.f32)", k::convert, f::f32, f::f16, m::ru);
-    case probe_op::f32_to_f16_rn_relu: return mk("f32_to_f16_rn_relu", "cvt.rn.relu.f16.f32", k::convert, f::f32, f::f16, m::rne, false, true);
-    case probe_op::f32_to_f16_rn_satfinite: return mk("f32_to_f16_rn_satfinite", "cvt.rn.satfinite.f16.f32", k::convert, f::f32, f::f16, m::rne, true);
+    case instr_op::f32_to_bf16_rn: return mk("f32_to_bf16_rn", "__float2bfloat16_rn (cvt.rn.bf16.f32)", k::convert, f::f32, f::bf16, m::rne);
+    case instr_op::f32_to_bf16_rz: return mk("f32_to_bf16_rz", "__float2bfloat16_rz (cvt.rz.bf16.f32)", k::convert, f::f32, f::bf16, m::rz);
+    case instr_op::f32_to_bf16_rd: return mk("f32_to_bf16_rd", "__float2bfloat16_rd (cvt.rm.bf16.f32)", k::convert, f::f32, f::bf16, m::rd);
+    case instr_op::f32_to_bf16_ru: return mk("f32_to_bf16_ru", "__float2bfloat16_ru (cvt.rp.bf16.f32)", k::convert, f::f32, f::bf16, m::ru);
+    case instr_op::f32_to_bf16_rn_relu: return mk("f32_to_bf16_rn_relu", "cvt.rn.relu.bf16.f32", k::convert, f::f32, f::bf16, m::rne, false, true);
+    case instr_op::f32_to_bf16_rn_satfinite: return mk("f32_to_bf16_rn_satfinite", "cvt.rn.satfinite.bf16.f32", k::convert, f::f32, f::bf16, m::rne, true);
+    case instr_op::f32_to_bf16_rz_satfinite: return mk("f32_to_bf16_rz_satfinite", "cvt.rz.satfinite.bf16.f32", k::convert, f::f32, f::bf16, m::rz, true);
+    case instr_op::fast_f32_to_bf16_rn: return mk("fast_f32_to_bf16_rn", "__float2bfloat16_rn vs fp/fast.hpp", k::convert, f::f32, f::bf16, m::rne, false, false, true);
+    case instr_op::fast_f32_to_bf16_rz: return mk("fast_f32_to_bf16_rz", "__float2bfloat16_rz vs fp/fast.hpp", k::convert, f::f32, f::bf16, m::rz, false, false, true);
+    case instr_op::fast_f32_to_bf16_rd: return mk("fast_f32_to_bf16_rd", "__float2bfloat16_rd vs fp/fast.hpp", k::convert, f::f32, f::bf16, m::rd, false, false, true);
+    case instr_op::fast_f32_to_bf16_ru: return mk("fast_f32_to_bf16_ru", "__float2bfloat16_ru vs fp/fast.hpp", k::convert, f::f32, f::bf16, m::ru, false, false, true);
+    case instr_op::f32_to_f16_rn: return mk("f32_to_f16_rn", "__float2half_rn (cvt.rn.f16.f32)", k::convert, f::f32, f::f16, m::rne);
+    case instr_op::f32_to_f16_rz: return mk("f32_to_f16_rz", "__float2half_rz (cvt.rz.f16.f32)", k::convert, f::f32, f::f16, m::rz);
+    case instr_op::f32_to_f16_rd: return mk("f32_to_f16_rd", "__float2half_rd (cvt.rm.f16.f32)", k::convert, f::f32, f::f16, m::rd);
+    case instr_op::f32_to_f16_ru: return mk("f32_to_f16_ru", "__float2half_ru (cvt.rp.f16.f32)", k::convert, f::f32, f::f16, m::ru);
+    case instr_op::f32_to_f16_rn_relu: return mk("f32_to_f16_rn_relu", "cvt.rn.relu.f16.f32", k::convert, f::f32, f::f16, m::rne, false, true);
+    case instr_op::f32_to_f16_rn_satfinite: return mk("f32_to_f16_rn_satfinite", "cvt.rn.satfinite.f16.f32", k::convert, f::f32, f::f16, m::rne, true);
     // Finding: on sm_90, ptxas expands cvt.rna{.satfinite}.tf32.f32 into integer code (no F2FP):
     // NaN payloads are truncated, not canonicalised, and satfinite steps non-finite results down.
-    case probe_op::f32_to_tf32_rna: return mk("f32_to_tf32_rna", "cvt.rna.tf32.f32", k::convert, f::f32, f::tf32, m::rna, false, false, false, nan_policy::truncate);
-    case probe_op::f32_to_tf32_rna_satfinite: return mk("f32_to_tf32_rna_satfinite", "cvt.rna.satfinite.tf32.f32", k::convert, f::f32, f::tf32, m::rna, true, false, false, nan_policy::truncate, true);
-    case probe_op::f32_to_tf32_rn: return mk("f32_to_tf32_rn", "cvt.rn.tf32.f32", k::convert, f::f32, f::tf32, m::rne);
-    case probe_op::f32_to_tf32_rz: return mk("f32_to_tf32_rz", "cvt.rz.tf32.f32", k::convert, f::f32, f::tf32, m::rz);
-    case probe_op::f32_to_tf32_rn_relu: return mk("f32_to_tf32_rn_relu", "cvt.rn.relu.tf32.f32", k::convert, f::f32, f::tf32, m::rne, false, true);
-    case probe_op::f32_to_tf32_rz_relu: return mk("f32_to_tf32_rz_relu", "cvt.rz.relu.tf32.f32", k::convert, f::f32, f::tf32, m::rz, false, true);
-    case probe_op::f32_to_e4m3_sat: return mk("f32_to_e4m3_sat", "__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3) (cvt.rn.satfinite.e4m3x2.f32)", k::convert, f::f32, f::e4m3, m::rne, true);
-    case probe_op::f32_to_e5m2_sat: return mk("f32_to_e5m2_sat", "__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2) (cvt.rn.satfinite.e5m2x2.f32)", k::convert, f::f32, f::e5m2, m::rne, true);
+    case instr_op::f32_to_tf32_rna: return mk("f32_to_tf32_rna", "cvt.rna.tf32.f32", k::convert, f::f32, f::tf32, m::rna, false, false, false, nan_policy::truncate);
+    case instr_op::f32_to_tf32_rna_satfinite: return mk("f32_to_tf32_rna_satfinite", "cvt.rna.satfinite.tf32.f32", k::convert, f::f32, f::tf32, m::rna, true, false, false, nan_policy::truncate, true);
+    case instr_op::f32_to_tf32_rn: return mk("f32_to_tf32_rn", "cvt.rn.tf32.f32", k::convert, f::f32, f::tf32, m::rne);
+    case instr_op::f32_to_tf32_rz: return mk("f32_to_tf32_rz", "cvt.rz.tf32.f32", k::convert, f::f32, f::tf32, m::rz);
+    case instr_op::f32_to_tf32_rn_relu: return mk("f32_to_tf32_rn_relu", "cvt.rn.relu.tf32.f32", k::convert, f::f32, f::tf32, m::rne, false, true);
+    case instr_op::f32_to_tf32_rz_relu: return mk("f32_to_tf32_rz_relu", "cvt.rz.relu.tf32.f32", k::convert, f::f32, f::tf32, m::rz, false, true);
+    case instr_op::f32_to_e4m3_sat: return mk("f32_to_e4m3_sat", "__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3) (cvt.rn.satfinite.e4m3x2.f32)", k::convert, f::f32, f::e4m3, m::rne, true);
+    case instr_op::f32_to_e5m2_sat: return mk("f32_to_e5m2_sat", "__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2) (cvt.rn.satfinite.e5m2x2.f32)", k::convert, f::f32, f::e5m2, m::rne, true);
     // Finding: the NOSAT software path keeps the sign of an overflow's NaN (-500 -> 0xff).
-    case probe_op::f32_to_e4m3_nosat: return mk("f32_to_e4m3_nosat", "__nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3) (software in cuda_fp8.hpp)", k::convert, f::f32, f::e4m3, m::rne, false, false, false, nan_policy::canonical_signed_overflow);
-    case probe_op::f32_to_e5m2_nosat: return mk("f32_to_e5m2_nosat", "__nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2) (software in cuda_fp8.hpp)", k::convert, f::f32, f::e5m2, m::rne);
-    case probe_op::f32x2_to_e4m3x2_sat: return mk("f32x2_to_e4m3x2_sat", "cvt.rn.satfinite.e4m3x2.f32 (both lanes)", k::convert_x2, f::f32, f::e4m3, m::rne, true);
-    case probe_op::f32x2_to_e5m2x2_sat: return mk("f32x2_to_e5m2x2_sat", "cvt.rn.satfinite.e5m2x2.f32 (both lanes)", k::convert_x2, f::f32, f::e5m2, m::rne, true);
-    case probe_op::f32x2_to_e4m3x2_sat_relu: return mk("f32x2_to_e4m3x2_sat_relu", "cvt.rn.satfinite.relu.e4m3x2.f32", k::convert_x2, f::f32, f::e4m3, m::rne, true, true);
-    case probe_op::f32x2_to_e5m2x2_sat_relu: return mk("f32x2_to_e5m2x2_sat_relu", "cvt.rn.satfinite.relu.e5m2x2.f32", k::convert_x2, f::f32, f::e5m2, m::rne, true, true);
-    case probe_op::f16_to_e4m3_sat: return mk("f16_to_e4m3_sat", "__nv_cvt_halfraw_to_fp8(h, __NV_SATFINITE, __NV_E4M3) (cvt.rn.satfinite.e4m3x2.f16x2)", k::convert_x2, f::f16, f::e4m3, m::rne, true);
-    case probe_op::f16_to_e5m2_sat: return mk("f16_to_e5m2_sat", "__nv_cvt_halfraw_to_fp8(h, __NV_SATFINITE, __NV_E5M2) (cvt.rn.satfinite.e5m2x2.f16x2)", k::convert_x2, f::f16, f::e5m2, m::rne, true);
-    case probe_op::f16x2_to_e4m3x2_sat_relu: return mk("f16x2_to_e4m3x2_sat_relu", "cvt.rn.satfinite.relu.e4m3x2.f16x2", k::convert_x2, f::f16, f::e4m3, m::rne, true, true);
-    case probe_op::f16x2_to_e5m2x2_sat_relu: return mk("f16x2_to_e5m2x2_sat_relu", "cvt.rn.satfinite.relu.e5m2x2.f16x2", k::convert_x2, f::f16, f::e5m2, m::rne, true, true);
-    case probe_op::bf16_add: return mk("bf16_add", "__hadd(__nv_bfloat16) (add.bf16)", k::add, f::bf16, f::bf16, m::rne);
-    case probe_op::bf16_add_rn: return mk("bf16_add_rn", "__hadd_rn(__nv_bfloat16) (add.rn.bf16)", k::add, f::bf16, f::bf16, m::rne);
-    case probe_op::bf16_mul: return mk("bf16_mul", "__hmul(__nv_bfloat16) (mul.bf16)", k::mul, f::bf16, f::bf16, m::rne);
-    case probe_op::bf16_mul_rn: return mk("bf16_mul_rn", "__hmul_rn(__nv_bfloat16) (mul.rn.bf16)", k::mul, f::bf16, f::bf16, m::rne);
-    case probe_op::f16_add: return mk("f16_add", "__hadd(__half) (add.f16)", k::add, f::f16, f::f16, m::rne);
-    case probe_op::f16_add_rn: return mk("f16_add_rn", "__hadd_rn(__half) (add.rn.f16)", k::add, f::f16, f::f16, m::rne);
-    case probe_op::f16_mul: return mk("f16_mul", "__hmul(__half) (mul.f16)", k::mul, f::f16, f::f16, m::rne);
-    case probe_op::f16_mul_rn: return mk("f16_mul_rn", "__hmul_rn(__half) (mul.rn.f16)", k::mul, f::f16, f::f16, m::rne);
-    case probe_op::bf16_fma: return mk("bf16_fma", "__hfma(__nv_bfloat16) (fma.rn.bf16)", k::fma, f::bf16, f::bf16, m::rne);
-    case probe_op::f16_fma:
+    case instr_op::f32_to_e4m3_nosat: return mk("f32_to_e4m3_nosat", "__nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3) (software in cuda_fp8.hpp)", k::convert, f::f32, f::e4m3, m::rne, false, false, false, nan_policy::canonical_signed_overflow);
+    case instr_op::f32_to_e5m2_nosat: return mk("f32_to_e5m2_nosat", "__nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2) (software in cuda_fp8.hpp)", k::convert, f::f32, f::e5m2, m::rne);
+    case instr_op::f32x2_to_e4m3x2_sat: return mk("f32x2_to_e4m3x2_sat", "cvt.rn.satfinite.e4m3x2.f32 (both lanes)", k::convert_x2, f::f32, f::e4m3, m::rne, true);
+    case instr_op::f32x2_to_e5m2x2_sat: return mk("f32x2_to_e5m2x2_sat", "cvt.rn.satfinite.e5m2x2.f32 (both lanes)", k::convert_x2, f::f32, f::e5m2, m::rne, true);
+    case instr_op::f32x2_to_e4m3x2_sat_relu: return mk("f32x2_to_e4m3x2_sat_relu", "cvt.rn.satfinite.relu.e4m3x2.f32", k::convert_x2, f::f32, f::e4m3, m::rne, true, true);
+    case instr_op::f32x2_to_e5m2x2_sat_relu: return mk("f32x2_to_e5m2x2_sat_relu", "cvt.rn.satfinite.relu.e5m2x2.f32", k::convert_x2, f::f32, f::e5m2, m::rne, true, true);
+    case instr_op::f16_to_e4m3_sat: return mk("f16_to_e4m3_sat", "__nv_cvt_halfraw_to_fp8(h, __NV_SATFINITE, __NV_E4M3) (cvt.rn.satfinite.e4m3x2.f16x2)", k::convert_x2, f::f16, f::e4m3, m::rne, true);
+    case instr_op::f16_to_e5m2_sat: return mk("f16_to_e5m2_sat", "__nv_cvt_halfraw_to_fp8(h, __NV_SATFINITE, __NV_E5M2) (cvt.rn.satfinite.e5m2x2.f16x2)", k::convert_x2, f::f16, f::e5m2, m::rne, true);
+    case instr_op::f16x2_to_e4m3x2_sat_relu: return mk("f16x2_to_e4m3x2_sat_relu", "cvt.rn.satfinite.relu.e4m3x2.f16x2", k::convert_x2, f::f16, f::e4m3, m::rne, true, true);
+    case instr_op::f16x2_to_e5m2x2_sat_relu: return mk("f16x2_to_e5m2x2_sat_relu", "cvt.rn.satfinite.relu.e5m2x2.f16x2", k::convert_x2, f::f16, f::e5m2, m::rne, true, true);
+    case instr_op::bf16_add: return mk("bf16_add", "__hadd(__nv_bfloat16) (add.bf16)", k::add, f::bf16, f::bf16, m::rne);
+    case instr_op::bf16_add_rn: return mk("bf16_add_rn", "__hadd_rn(__nv_bfloat16) (add.rn.bf16)", k::add, f::bf16, f::bf16, m::rne);
+    case instr_op::bf16_mul: return mk("bf16_mul", "__hmul(__nv_bfloat16) (mul.bf16)", k::mul, f::bf16, f::bf16, m::rne);
+    case instr_op::bf16_mul_rn: return mk("bf16_mul_rn", "__hmul_rn(__nv_bfloat16) (mul.rn.bf16)", k::mul, f::bf16, f::bf16, m::rne);
+    case instr_op::f16_add: return mk("f16_add", "__hadd(__half) (add.f16)", k::add, f::f16, f::f16, m::rne);
+    case instr_op::f16_add_rn: return mk("f16_add_rn", "__hadd_rn(__half) (add.rn.f16)", k::add, f::f16, f::f16, m::rne);
+    case instr_op::f16_mul: return mk("f16_mul", "__hmul(__half) (mul.f16)", k::mul, f::f16, f::f16, m::rne);
+    case instr_op::f16_mul_rn: return mk("f16_mul_rn", "__hmul_rn(__half) (mul.rn.f16)", k::mul, f::f16, f::f16, m::rne);
+    case instr_op::bf16_fma: return mk("bf16_fma", "__hfma(__nv_bfloat16) (fma.rn.bf16)", k::fma, f::bf16, f::bf16, m::rne);
+    case instr_op::f16_fma:
     default: return mk("f16_fma", "__hfma(__half) (fma.rn.f16)", k::fma, f::f16, f::f16, m::rne);
   }
 }
@@ -158,7 +159,7 @@ TIEBREAK_HDC std::uint64_t relu_bits(const format_desc& f, std::uint64_t bits) n
 }
 
 /// The core's answer for one narrowing lane.
-TIEBREAK_HDC std::uint64_t model_convert_lane(const probe_desc& d, std::uint64_t x) noexcept {
+TIEBREAK_HDC std::uint64_t model_convert_lane(const instr_desc& d, std::uint64_t x) noexcept {
   const format_desc to = desc_of(d.to);
   std::uint64_t bits;
   if (d.fast) {
@@ -173,25 +174,25 @@ TIEBREAK_HDC std::uint64_t model_convert_lane(const probe_desc& d, std::uint64_t
 /// Rotation that feeds the high lane of an f32 pair (a bijection of the 2^32 inputs).
 TIEBREAK_HDC std::uint32_t rotl16(std::uint32_t x) noexcept { return (x << 16) | (x >> 16); }
 
-/// The core's answer for a probe input (see probe_kind for the input layout). The result is the
+/// The core's answer for an instruction's input (see instr_kind for the input layout). The result is the
 /// instruction's full output register (both lanes for convert_x2).
-TIEBREAK_HDC std::uint32_t probe_model(const probe_desc& d, std::uint64_t in) noexcept {
+TIEBREAK_HDC std::uint32_t instr_model(const instr_desc& d, std::uint64_t in) noexcept {
   const format_desc f = desc_of(d.from);
   const rounding r{d.mode, 0};
   switch (d.kind) {
-    case probe_kind::convert: return static_cast<std::uint32_t>(model_convert_lane(d, in));
-    case probe_kind::convert_x2: {
+    case instr_kind::convert: return static_cast<std::uint32_t>(model_convert_lane(d, in));
+    case instr_kind::convert_x2: {
       const auto x = static_cast<std::uint32_t>(in);
       const int w = desc_of(d.to).storage_bits();
       const std::uint64_t lo = f.storage_bits() == 32 ? x : (x & 0xffffu);
       const std::uint64_t hi = f.storage_bits() == 32 ? rotl16(x) : (x >> 16);
       return static_cast<std::uint32_t>(model_convert_lane(d, lo) | (model_convert_lane(d, hi) << w));
     }
-    case probe_kind::add:
+    case instr_kind::add:
       return static_cast<std::uint32_t>(emu::add(f, (in >> 16) & 0xffff, in & 0xffff, r, d.options).bits());
-    case probe_kind::mul:
+    case instr_kind::mul:
       return static_cast<std::uint32_t>(emu::mul(f, (in >> 16) & 0xffff, in & 0xffff, r, d.options).bits());
-    case probe_kind::fma:
+    case instr_kind::fma:
     default:
       return static_cast<std::uint32_t>(
           emu::fma(f, (in >> 32) & 0xffff, (in >> 16) & 0xffff, in & 0xffff, r, d.options).bits());
@@ -289,21 +290,21 @@ TIEBREAK_HDC int value_class_of(const format_desc& f, std::uint64_t bits) noexce
   return f.frac_of(bits) != 0 ? 1 : 0;
 }
 
-inline constexpr int probe_bin_count = 125;
+inline constexpr int instr_bin_count = 125;
 
 /// Bin of an input: unary: 5 * sign + class (of lane lo); binary: 5 * class(a) + class(b);
 /// fma: 25 * class(a) + 5 * class(b) + class(c).
-TIEBREAK_HDC int probe_bin(const probe_desc& d, std::uint64_t in) noexcept {
+TIEBREAK_HDC int instr_bin(const instr_desc& d, std::uint64_t in) noexcept {
   const format_desc f = desc_of(d.from);
   switch (d.kind) {
-    case probe_kind::convert:
-    case probe_kind::convert_x2: {
+    case instr_kind::convert:
+    case instr_kind::convert_x2: {
       const std::uint64_t lo = f.storage_bits() == 32 ? (in & 0xffffffffu) : (in & 0xffffu);
       return 5 * (f.sign_of(lo) ? 1 : 0) + value_class_of(f, lo);
     }
-    case probe_kind::add:
-    case probe_kind::mul: return 5 * value_class_of(f, (in >> 16) & 0xffff) + value_class_of(f, in & 0xffff);
-    case probe_kind::fma:
+    case instr_kind::add:
+    case instr_kind::mul: return 5 * value_class_of(f, (in >> 16) & 0xffff) + value_class_of(f, in & 0xffff);
+    case instr_kind::fma:
     default:
       return 25 * value_class_of(f, (in >> 32) & 0xffff) + 5 * value_class_of(f, (in >> 16) & 0xffff) +
              value_class_of(f, in & 0xffff);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Tests of the probe logic (include/tiebreak/emu/mma_probe.hpp) with a model as "hardware".
+/// @file Tests of the identification logic (tiebreak/host/mma_identify.hpp) with a model as "hardware".
 ///
 /// If the designed cases are any good, feeding them the outputs of a known model must leave that
 /// model among the consistent hypotheses and pin down the parameters the cases are meant to decide.
@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "tiebreak/emu/mma_gen.hpp"
-#include "tiebreak/emu/mma_probe.hpp"
+#include "tiebreak/host/mma_identify.hpp"
 
 namespace {
 
@@ -35,11 +35,11 @@ std::vector<mma_hyp> grid_for(const mma_model& secret) {
 /// of each parameter.
 std::vector<std::vector<std::string>> identify(const mma_model& secret, std::size_t& survivors, bool& secret_kept) {
   mma_eliminator el(secret, grid_for(secret), 0);
-  // All designed cases in one batch (the probe feeds them one by one to say what each rules out;
+  // All designed cases in one batch (the identification program feeds them one by one to say what each rules out;
   // the survivors are the same).
   // Interleaved (a fixed stride through the list) so that a wrong hypothesis meets a case of every
   // family early and is dropped after a few evaluations instead of after a whole family.
-  const auto ordered = mma_probe_cases(secret);
+  const auto ordered = mma_identify_cases(secret);
   std::vector<mma_case> cases;
   const std::size_t nc = ordered.size();
   std::size_t stride = 97;
@@ -80,7 +80,7 @@ void expect_decided(const std::vector<std::vector<std::string>>& v, const mma_mo
   EXPECT_EQ(v[static_cast<std::size_t>(bit)][0], want) << mma_param_name(bit);
 }
 
-TEST(MmaProbe, RecoversTableModels) {
+TEST(MmaIdentify, RecoversTableModels) {
   for (mma_instr id : all_mma_instrs) {
     // Quick level: one mma.sync, the f16-accumulate one and one FP8 wgmma (the others share their
     // case generator and grid shape).
@@ -98,7 +98,7 @@ TEST(MmaProbe, RecoversTableModels) {
   }
 }
 
-TEST(MmaProbe, RecoversOtherParameterSets) {
+TEST(MmaIdentify, RecoversOtherParameterSets) {
   // Alternatives the hardware might show: smaller groups, two's-complement truncation, rounding at
   // the normalisation, the lead-bit reference, C in the last step.
   mma_model a = mma_entry(mma_instr::mma_m16n8k16_bf16).model;
@@ -127,10 +127,10 @@ TEST(MmaProbe, RecoversOtherParameterSets) {
   }
 }
 
-TEST(MmaProbe, CasesAreExactInTheirFormats) {
+TEST(MmaIdentify, CasesAreExactInTheirFormats) {
   for (mma_instr id : all_mma_instrs) {
     const mma_model& m = mma_entry(id).model;
-    const auto cases = mma_probe_cases(m);
+    const auto cases = mma_identify_cases(m);
     EXPECT_GT(cases.size(), 100u) << mma_instr_name(id);
     for (const mma_case& c : cases) {
       ASSERT_EQ(c.a.size(), static_cast<std::size_t>(m.k));
@@ -140,7 +140,7 @@ TEST(MmaProbe, CasesAreExactInTheirFormats) {
   }
 }
 
-TEST(MmaProbe, TableRowRoundTrips) {
+TEST(MmaIdentify, TableRowRoundTrips) {
   const mma_model& m = mma_entry(mma_instr::wgmma_k32_e4m3).model;
   const std::string row = mma_table_row(mma_instr::wgmma_k32_e4m3, m, mma_param_step_round | mma_param_ftz, "x");
   EXPECT_NE(row.find("mma_make(formats::e4m3, formats::f32, mma_acc_format(13), 64, 8, 32, 32"), std::string::npos) << row;

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Host side of the tensor-core probes: adversarial cases, the hypothesis grid, elimination.
+/// @file Identifying a tensor-core instruction's arithmetic: designed cases, the hypothesis grid, elimination.
 ///
-/// The probe program (cuda/mma/probe_main.cpp) runs each case on the hardware and hands the
+/// The identification program tiebreak_mma_identify (cuda/mma/identify_main.cpp) runs each case on the hardware and hands the
 /// results to mma_eliminator, which keeps the hypotheses (complete parameter sets of mma_model)
 /// that predict every result bit for bit and says, case by case, which parameter values a case
-/// ruled out. Nothing here needs a GPU: tests/mma/mma_probe_test.cpp feeds it a model in place of
+/// ruled out. Nothing here needs a GPU: tests/mma/mma_identify_test.cpp feeds it a model in place of
 /// the hardware and checks that the cases recover that model's parameters.
-/// Host only (std::vector, std::string, std::thread).
+/// Host only (std::vector, std::string, std::thread): part of tiebreak::host, header-only, so the
+/// identification program also builds without the host library (tools/device-mma.sh).
 #pragma once
 
 #include <algorithm>
@@ -30,7 +31,7 @@ struct mma_case {
   std::vector<std::uint64_t> a, b;
 };
 
-/// A compact hypothesis: the parameters the probes decide (formats and shape come from the shape).
+/// A compact hypothesis: the parameters the identification decides (formats and shape come from the shape).
 struct mma_hyp {
   std::uint8_t group = 1;
   mma_grouping grouping = mma_grouping::contiguous;
@@ -104,7 +105,7 @@ inline std::string mma_hyp_value(const mma_hyp& h, int bit) {
   }
 }
 
-/// Every hypothesis the probes consider for an instruction of this shape: group in {1,2,4,...,k},
+/// Every hypothesis the identification considers for an instruction of this shape: group in {1,2,4,...,k},
 /// contiguous or strided groups, C first or last, nominal or lead exponent, align_bits 8..48 or
 /// exact, align_round rz/rd/rne, step_round rz/rne/rna/ru/rd, daz, ftz, overflow_to_inf,
 /// positive_zero; the accumulator: for an f16 C f32 (with out_round rz/rne/rna/ru/rd) or f16; for
@@ -222,7 +223,7 @@ inline bool mma_add_case_ab(std::vector<mma_case>& out, const mma_model& shape, 
 }
 
 /// The designed cases for an instruction of this shape, in the order they are best asked.
-inline std::vector<mma_case> mma_probe_cases(const mma_model& shape) {
+inline std::vector<mma_case> mma_identify_cases(const mma_model& shape) {
   std::vector<mma_case> out;
   const format_desc& f = shape.a_fmt;
   const int k = shape.k;

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file tiebreak_mma_probe: finds each tensor-core instruction's arithmetic on the device.
+/// @file tiebreak_mma_identify: finds each tensor-core instruction's arithmetic on the device.
 ///
 /// Per instruction: (1) a layout self-test (exact small-integer tiles; for wgmma it also picks the
-/// descriptor variant), (2) the designed cases of emu::mma_probe_cases run on the hardware and fed
+/// descriptor variant), (2) the designed cases of emu::mma_identify_cases run on the hardware and fed
 /// to the hypothesis elimination, each case printing the parameter values it rules out, (3) random
 /// tiles for further elimination, (4) validation of the surviving parameter sets against the
 /// hardware on >= --cases random and adversarial elements (model evaluated on the device),
 /// (4b) the same validation with the model evaluated on the host (all cores): the hardware runs the
 /// tiles, tiebreak's host emulator predicts them; (5) bit-identity of emu::gemm with the CUDA GEMM
 /// kernel, (6) a table row for mma.hpp.
-/// Needs only the core headers and the CUDA runtime (no Boost, no GoogleTest).
+/// Needs only the core headers, the header-only tiebreak/host/mma_identify.hpp and the CUDA runtime
+/// (no Boost, no GoogleTest).
 ///
-/// Usage: tiebreak_mma_probe [--instr NAME|all] [--cases N] [--budget-s S] [--seed S] [--out DIR]
+/// Usage: tiebreak_mma_identify [--instr NAME|all] [--cases N] [--budget-s S] [--seed S] [--out DIR]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,7 +30,7 @@
 #include "tiebreak/emu/mma.hpp"
 #include "tiebreak/emu/mma_gemm.hpp"
 #include "tiebreak/emu/mma_gen.hpp"
-#include "tiebreak/emu/mma_probe.hpp"
+#include "tiebreak/host/mma_identify.hpp"
 #include "tiebreak/gpu/mma.hpp"
 
 namespace {
@@ -202,7 +203,7 @@ host_validation validate_on_host(mma_instr id, const mma_model& model, std::uint
   return hv;
 }
 
-instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostream& log) {
+instr_summary identify(mma_instr id, const options& opt, double budget_s, std::ostream& log) {
   instr_summary sum;
   const mma_model& shape = mma_entry(id).model;
   sum.name = std::string(mma_instr_name(id));
@@ -227,7 +228,7 @@ instr_summary probe(mma_instr id, const options& opt, double budget_s, std::ostr
   if (bad != 0) return sum;
 
   // (2) Designed cases.
-  const std::vector<mma_case> cases = mma_probe_cases(shape);
+  const std::vector<mma_case> cases = mma_identify_cases(shape);
   std::vector<std::uint32_t> A, B, C, D;
   pack_cases(shape, cases, A, B, C);
   D.assign(C.size(), 0);
@@ -507,7 +508,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto next = [&]() -> std::string {
-      if (i + 1 >= argc) { std::fprintf(stderr, "tiebreak_mma_probe: %s needs a value\n", a.c_str()); std::exit(2); }
+      if (i + 1 >= argc) { std::fprintf(stderr, "tiebreak_mma_identify: %s needs a value\n", a.c_str()); std::exit(2); }
       return argv[++i];
     };
     if (a == "--instr") opt.instr = next();
@@ -516,23 +517,23 @@ int main(int argc, char** argv) {
     else if (a == "--seed") opt.seed = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--out") opt.out = next();
     else {
-      std::fprintf(stderr, "usage: tiebreak_mma_probe [--instr NAME|all] [--cases N] [--budget-s S] [--seed S] [--out DIR]\n");
+      std::fprintf(stderr, "usage: tiebreak_mma_identify [--instr NAME|all] [--cases N] [--budget-s S] [--seed S] [--out DIR]\n");
       return 2;
     }
   }
   std::vector<mma_instr> todo;
   for (mma_instr i : all_mma_instrs)
     if (opt.instr == "all" || opt.instr == mma_instr_name(i)) todo.push_back(i);
-  if (todo.empty()) { std::fprintf(stderr, "tiebreak_mma_probe: unknown instruction %s\n", opt.instr.c_str()); return 2; }
+  if (todo.empty()) { std::fprintf(stderr, "tiebreak_mma_identify: unknown instruction %s\n", opt.instr.c_str()); return 2; }
   std::printf("device: %s\n", gpu::mma_device_description().c_str());
-  std::ofstream log(opt.out + "/mma-probe.log");
+  std::ofstream log(opt.out + "/mma-identify.log");
   std::vector<instr_summary> sums;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t n = 0; n < todo.size(); ++n) {
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double left = std::max(5.0, (opt.budget_s - spent) / static_cast<double>(todo.size() - n));
     try {
-      sums.push_back(probe(todo[n], opt, left, log));
+      sums.push_back(identify(todo[n], opt, left, log));
     } catch (const std::exception& e) {
       std::printf("  ERROR: %s\n", e.what());
       instr_summary s;
