@@ -6,6 +6,7 @@
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/format.hpp"
 #include "tiebreak/fp/policy.hpp"
+#include "tiebreak/fp/random.hpp"
 #include "tiebreak/fp/round.hpp"
 #include "tiebreak/fp/value.hpp"
 #include "tiebreak/emu/ops.hpp"
