@@ -223,7 +223,7 @@ TEST(sum, sr_fixed_word_is_the_default) {
 
 // Expected value: with a fresh uniform word per step, each rounding is unbiased given the past, so
 // E[sum] is the exact sum. 1 + 63 terms of 2^-9 (1 + k/8), bf16 accumulation: rne stagnates at 1
-// (every term is below half an ulp), 15 ulps short; the sr mean over S = 4000 seeds must be
+// (every term is below half an ulp), 22.75 ulps short; the sr mean over S = 4000 seeds must be
 // within t = 0.8 ulp. Bound: the errors of all S * 63 roundings form a martingale difference
 // sequence with |d| <= 1 ulp = 2^-7 (the partial sums stay in [1, 2); pairwise partial sums are
 // smaller, with smaller ulps), so by Azuma-Hoeffding P(|mean - exact| >= t ulp) <=
