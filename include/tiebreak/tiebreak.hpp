@@ -11,3 +11,4 @@
 #include "tiebreak/fp/value.hpp"
 #include "tiebreak/emu/ops.hpp"
 #include "tiebreak/emu/sum.hpp"
+#include "tiebreak/probe/probe.hpp"
