@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Umbrella header of the portable core (formats, rounding, emulated ops, sums).
+/// @file Umbrella header of the portable core (formats, rounding, random bits, emulated ops, sums, probe events).
 #pragma once
 
 #include "tiebreak/fp/config.hpp"
