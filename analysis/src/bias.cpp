@@ -2,6 +2,7 @@
 /// @file Streaming moments, t / sign / block-bootstrap tests, per-group accumulators.
 #include <tiebreak/analysis/bias.hpp>
 #include <tiebreak/analysis/distributions.hpp>
+#include <tiebreak/fp/random.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -116,15 +117,11 @@ sign_test_result sign_test(const running_moments& m) {
 
 namespace {
 
-// splitmix64: tiny, fast, identical on every platform (std:: distributions are not).
+// The core's splitmix64: tiny, fast, identical on every platform (std:: distributions are not).
 struct splitmix64 {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  tiebreak::splitmix64_generator g;
+  explicit splitmix64(std::uint64_t seed) : g(seed) {}
+  std::uint64_t next() { return g.next(); }
   // Uniform in [0, n), exactly (Lemire's multiply-shift with rejection).
   std::uint64_t below(std::uint64_t n) {
     unsigned __int128 m = static_cast<unsigned __int128>(next()) * n;

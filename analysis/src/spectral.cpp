@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file Power iteration and Lanczos on the Gram operator, one cache-friendly pass per iteration.
 #include <tiebreak/analysis/spectral.hpp>
+#include <tiebreak/fp/random.hpp>
 
 #include <Eigen/Eigenvalues>
 #include <Eigen/SVD>
@@ -152,13 +153,9 @@ class gram_operator {
 Eigen::VectorXd seeded_start(index n, std::uint64_t seed) {
   // splitmix64 → uniform in [-1, 1): a fixed, platform-independent start vector.
   Eigen::VectorXd v(n);
-  std::uint64_t z = seed;
+  tiebreak::splitmix64_generator g(seed);
   for (index i = 0; i < n; ++i) {
-    z += 0x9e3779b97f4a7c15ull;
-    std::uint64_t r = z;
-    r = (r ^ (r >> 30)) * 0xbf58476d1ce4e5b9ull;
-    r = (r ^ (r >> 27)) * 0x94d049bb133111ebull;
-    r ^= r >> 31;
+    const std::uint64_t r = g.next();
     v[i] = static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0;
   }
   return v;

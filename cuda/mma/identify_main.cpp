@@ -100,9 +100,9 @@ std::size_t layout_test(mma_instr id, std::ostream& log) {
   const auto enc = [](const format_desc& f, double x) {
     return static_cast<std::uint32_t>(f64_bits_to(f, f64_to_bits(x), rounding{round_mode::rne, 0}).bits);
   };
-  for (std::size_t i = 0; i < A.size(); ++i) { r = mma_hash(r); av[i] = vals[r % 8]; A[i] = enc(s.a_fmt, av[i]); }
-  for (std::size_t i = 0; i < B.size(); ++i) { r = mma_hash(r); bv[i] = vals[r % 8]; B[i] = enc(s.b_fmt, bv[i]); }
-  for (std::size_t i = 0; i < C.size(); ++i) { r = mma_hash(r); cv[i] = static_cast<double>(static_cast<int>(r % 9) - 4); C[i] = enc(s.c_fmt, cv[i]); }
+  for (std::size_t i = 0; i < A.size(); ++i) { r = splitmix64(r); av[i] = vals[r % 8]; A[i] = enc(s.a_fmt, av[i]); }
+  for (std::size_t i = 0; i < B.size(); ++i) { r = splitmix64(r); bv[i] = vals[r % 8]; B[i] = enc(s.b_fmt, bv[i]); }
+  for (std::size_t i = 0; i < C.size(); ++i) { r = splitmix64(r); cv[i] = static_cast<double>(static_cast<int>(r % 9) - 4); C[i] = enc(s.c_fmt, cv[i]); }
   gpu::mma_run_tiles(id, static_cast<std::size_t>(tiles), A.data(), B.data(), C.data(), D.data());
   std::size_t bad = 0;
   for (int t = 0; t < tiles; ++t)

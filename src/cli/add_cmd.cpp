@@ -15,6 +15,8 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "tiebreak/emu/ops.hpp"
+#include "tiebreak/emu/sum.hpp"
+#include "tiebreak/fp/random.hpp"
 
 namespace tiebreak::cli {
 
@@ -178,7 +180,9 @@ void run_add(const add_options& opt) {
   std::vector<host::exact_number> parsed;
   for (const std::string& v : opt.values) parsed.push_back(parse_value(v, fmt_in));
 
-  random_source rnd(mode, opt.seed);
+  // sr words: the reading of value i draws philox_word(seed, 0, i), the sum's steps draw from
+  // stream 1 (emu::sum's step numbers: load i, addition n + j, output 2n - 1).
+  random_source rnd(mode, opt.seed, 0);
   std::vector<step_record> steps;
   // 1. Read every value in the input format (rounded once from its exact value when needed).
   std::vector<std::uint64_t> xs;
@@ -194,59 +198,53 @@ void run_add(const add_options& opt) {
     xs.push_back(s.round.bits);
     steps.push_back(std::move(s));
   }
-  // 2. Load into the accumulator format (exact when it is at least as wide), 3. add left to right.
+  // 2. Load into the accumulator format (exact when it is at least as wide), 3. add left to right,
+  // 4. round the accumulator to the output format once: emu::sum, recording its steps.
   const bool widen = acc.name != fmt_in.name;
-  const auto load = [&](std::size_t i) {
-    if (!widen) return xs[i];
+  emu::sum_config cfg;
+  cfg.input = fmt_in;
+  cfg.accum = acc;
+  cfg.output = fmt_in;
+  cfg.accum_rounding = rounding{mode};
+  cfg.output_rounding = rounding{mode};
+  cfg.options = conv;
+  cfg.order = emu::sum_order::sequential;
+  if (mode == round_mode::sr) cfg.random = sr_source::philox(opt.seed, 1);
+  std::uint8_t last_add_flags = 0;
+  const emu::sum_result res = emu::sum(cfg, xs.data(), xs.size(), [&](const emu::sum_step& st) {
+    // Without a separate accumulator, loads and the output are the identity: no lines for them.
+    if (st.kind != emu::step_kind::add && !widen) return;
     step_record s;
-    s.kind = "load";
-    s.index = i;
-    s.fmt = &acc;
-    s.operand_fmt = &fmt_in;
-    s.a = xs[i];
-    s.exact = host::from_bits(fmt_in, xs[i]);
-    s.round = convert(acc, fmt_in, xs[i], rnd.next(), conv);
-    s.err = compare(acc, s.round, s.exact);
-    const std::uint64_t bits = s.round.bits;
-    if (s.round.flags != 0) steps.push_back(std::move(s));  // only narrowing loads are worth a line
-    return bits;
-  };
-  std::uint64_t sum = load(0);
-  for (std::size_t i = 1; i < xs.size(); ++i) {
-    const std::uint64_t x = load(i);
-    const emu::op_result op = emu::add(acc, sum, x, rnd.next(), conv);
-    step_record s;
-    s.kind = "add";
-    s.index = i - 1;
-    s.fmt = &acc;
-    s.operand_fmt = &acc;
-    s.a = sum;
-    s.b = x;
-    s.exact = *exact_sum(acc, sum, x);
-    s.round = op.round;
-    s.err = compare(acc, op.round, s.exact);
-    s.align = alignment_of(acc, op);
-    sum = op.round.bits;
+    s.index = st.index;
+    s.round = st.op.round;
+    s.a = st.op.a;
+    if (st.kind == emu::step_kind::load) {
+      if (st.op.round.flags == 0) return;  // only narrowing loads are worth a line
+      s.kind = "load";
+      s.fmt = &acc;
+      s.operand_fmt = &fmt_in;
+      s.exact = host::from_bits(fmt_in, st.op.a);
+      s.err = compare(acc, s.round, s.exact);
+    } else if (st.kind == emu::step_kind::add) {
+      s.kind = "add";
+      s.fmt = &acc;
+      s.operand_fmt = &acc;
+      s.b = st.op.b;
+      s.exact = *exact_sum(acc, st.op.a, st.op.b);
+      s.err = compare(acc, s.round, s.exact);
+      s.align = alignment_of(acc, st.op);
+      last_add_flags = st.op.round.flags;
+    } else {
+      s.kind = "output";
+      s.fmt = &fmt_in;
+      s.operand_fmt = &acc;
+      s.exact = host::from_bits(acc, st.op.a);
+      s.err = compare(fmt_in, s.round, s.exact);
+    }
     steps.push_back(std::move(s));
-  }
-  // 4. Round the accumulator to the output format once.
-  std::uint64_t result = sum;
-  std::uint8_t result_flags = 0;
-  if (widen) {
-    step_record s;
-    s.kind = "output";
-    s.fmt = &fmt_in;
-    s.operand_fmt = &acc;
-    s.a = sum;
-    s.exact = host::from_bits(acc, sum);
-    s.round = convert(fmt_in, acc, sum, rnd.next(), conv);
-    s.err = compare(fmt_in, s.round, s.exact);
-    result = s.round.bits;
-    result_flags = s.round.flags;
-    steps.push_back(std::move(s));
-  } else {
-    result_flags = steps.back().round.flags;
-  }
+  });
+  const std::uint64_t result = res.bits;
+  const std::uint8_t result_flags = widen ? res.output.flags : last_add_flags;
   // The total error against the exact sum of the values as read in the input format.
   host::exact_number total;
   {
@@ -308,7 +306,7 @@ void register_add(CLI::App& app) {
                   "Carry the partial sums in this format and round to --format once at the end");
   cmd->add_option("--mode", opt->mode, "Rounding mode of every step: rne rna rz ru rd rto sr")->capture_default_str();
   cmd->add_flag("--saturate", opt->saturate, "Saturating conversion: overflow goes to the largest finite value");
-  cmd->add_option("--seed", opt->seed, "Seed of the random bits of sr (std::mt19937, one draw per rounding)")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
+  cmd->add_option("--seed", opt->seed, "Seed of the random bits of sr (Philox4x32-10, one word per rounding step)")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
   cmd->add_flag("--json", opt->json, "One JSON object with every step and the final result");
   cmd->add_option("values", opt->values,
                   "At least two values: decimal, hex float, bits:ENCODING (of --format), nan, inf")

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +11,7 @@
 
 #include "tiebreak/fp/format.hpp"
 #include "tiebreak/fp/policy.hpp"
+#include "tiebreak/fp/random.hpp"
 #include "tiebreak/fp/round.hpp"
 #include "tiebreak/host/exact.hpp"
 
@@ -41,18 +41,20 @@ namespace tiebreak::cli {
 /// Undoes main()'s protection of "-inf" / "-nan" arguments (a leading space) in a value list.
 void restore_negative_specials(std::vector<std::string>& values);
 
-/// Random bits for stochastic rounding: one 32-bit draw of std::mt19937 (seeded with `seed`) per
-/// rounding, in the order the roundings happen; 0 for the deterministic modes (unused by them).
+/// Random bits for stochastic rounding: rounding number k (in the order the roundings happen) of
+/// stream `stream` takes philox_word(seed, stream, k), the word cuRAND's Philox4_32_10 gives after
+/// curand_init(seed, stream, k); 0 for the deterministic modes (unused by them).
 class random_source {
  public:
-  random_source(round_mode mode, std::uint64_t seed) : mode_(mode), gen_(static_cast<std::mt19937::result_type>(seed)) {}
+  random_source(round_mode mode, std::uint64_t seed, std::uint64_t stream = 0) : mode_(mode), words_{seed, stream} {}
   [[nodiscard]] rounding next() {
-    return rounding{mode_, mode_ == round_mode::sr ? static_cast<std::uint32_t>(gen_()) : 0u};
+    return rounding{mode_, mode_ == round_mode::sr ? words_(step_++) : 0u};
   }
 
  private:
   round_mode mode_;
-  std::mt19937 gen_;
+  random_stream words_;
+  std::uint64_t step_ = 0;
 };
 
 /// Names of the set flags, in the order inexact, underflow, overflow, invalid.

@@ -86,7 +86,7 @@ void register_round(CLI::App& app) {
   cmd->add_option("--mode", opt->mode, "Rounding mode: rne rna rz ru rd rto sr")->capture_default_str();
   cmd->add_option("--from", opt->from, "Format of bits:ENCODING values")->capture_default_str();
   cmd->add_flag("--saturate", opt->saturate, "Saturating conversion: overflow and Inf go to the largest finite value");
-  cmd->add_option("--seed", opt->seed, "Seed of the random bits of sr (std::mt19937, one draw per rounding)")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
+  cmd->add_option("--seed", opt->seed, "Seed of the random bits of sr (Philox4x32-10, one word per rounding)")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
   cmd->add_flag("--json", opt->json, "One JSON object per value, one per line");
   cmd->add_option("values", opt->values,
                   "Decimal (0.1, 1e-3), C99 hex float (0x1.02p+0), bits:0x3f808000 (an encoding of --from), nan, inf")

@@ -6,6 +6,7 @@
 #include <tiebreak/audit/inputs.hpp>
 #include <tiebreak/fp/round.hpp>
 #include <tiebreak/fp/value.hpp>
+#include <tiebreak/fp/random.hpp>
 #include <tiebreak/io/npy.hpp>
 #include <tiebreak/io/safetensors.hpp>
 #include <tiebreak/reference/attention.hpp>
@@ -28,13 +29,9 @@ namespace tiebreak::test {
 
 /// splitmix64 and Box–Muller: the same numbers on every platform (std distributions are not).
 struct rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  tiebreak::splitmix64_generator g;
+  explicit rng(std::uint64_t seed) : g(seed) {}
+  std::uint64_t next() { return g.next(); }
   double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1p-53; }
   double normal() {
     const double u = uniform(), v = uniform();

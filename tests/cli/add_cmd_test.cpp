@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "run_cli.hpp"
+#include "tiebreak/emu/sum.hpp"
+#include "tiebreak/fp/random.hpp"
 
 namespace {
 
@@ -100,6 +102,30 @@ TEST(AddCmd, DirectedModesAndSpecials) {
 TEST(AddCmd, StochasticRoundingIsReproducibleWithASeed) {
   const std::vector<std::string> args = {"--format", "bf16", "--mode", "sr", "--seed", "3", "1", "0.00390625", "0.00390625"};
   EXPECT_EQ(add_json(args).dump(), add_json(args).dump());
+}
+
+// The sr words are the documented ones (docs/cli.md): the sum is emu::sum with
+// sr_source::philox(seed, 1), a fresh word per addition. 1 + 2^-8 + 2^-8 in bf16: each addition is
+// a tie, so its direction is the top bit of its word; over 16 seeds both results appear.
+TEST(AddCmd, StochasticRoundingDrawsPhiloxWordsPerStep) {
+  const std::uint64_t xs[] = {0x3f80, 0x3b80, 0x3b80};
+  int up = 0, down = 0;
+  for (std::uint64_t seed = 0; seed < 16; ++seed) {
+    const auto j = add_json({"--format", "bf16", "--mode", "sr", "--seed", std::to_string(seed), "1", "0.00390625", "0.00390625"});
+    tiebreak::emu::sum_config c;
+    c.accum = tiebreak::formats::bf16;
+    c.accum_rounding = tiebreak::sr_t{0};
+    c.output_rounding = tiebreak::sr_t{0};
+    c.random = tiebreak::sr_source::philox(seed, 1);
+    const std::uint64_t want = tiebreak::emu::sum(c, xs, 3, tiebreak::emu::no_steps{}).bits;
+    EXPECT_EQ(j["bits"], want == 0x3f80 ? "0x3f80" : (want == 0x3f81 ? "0x3f81" : "0x3f82")) << seed;
+    // The first addition (step n + 0 = 3 of stream 1) rounds up iff its word's top bit is set.
+    const bool first_up = (tiebreak::philox_word(seed, 1, 3) >> 31) != 0;
+    EXPECT_EQ(j["steps"][3]["bits"], first_up ? "0x3f81" : "0x3f80") << seed;
+    (want == 0x3f80 ? down : up) += 1;
+  }
+  EXPECT_GT(up, 0);
+  EXPECT_GT(down, 0);
 }
 
 }  // namespace

@@ -177,7 +177,7 @@ TEST(MmaGemmFast, DecodeEqualsMmaDecode) {
       if (f.storage_bits() <= 16) {
         for (std::uint64_t b = 0; b < (std::uint64_t{1} << f.storage_bits()); ++b) check(b);
       } else {
-        for (std::uint64_t i = 0; i < (1u << 20); ++i) check(mma_hash(i * 7 + (daz ? 1 : 0)) & 0xffffffffu);
+        for (std::uint64_t i = 0; i < (1u << 20); ++i) check(splitmix64(i * 7 + (daz ? 1 : 0)) & 0xffffffffu);
         for (std::uint64_t e : {0ull, 1ull, 0x7f7fffffull, 0x7f800000ull, 0x7f800001ull, 0x7fffffffull, 0x80000000ull,
                                 0x807fffffull, 0x00800000ull, 0xff800000ull, 0x00002000ull, 0x007fe000ull})
           check(e);
@@ -212,7 +212,7 @@ TEST(MmaGemmFast, RoundEqualsRoundPack) {
       for (int w = 1; w <= 33; ++w) {
         const int g = g0 - w;  // the value's exponent sweeps [lo, hi] for every width
         for (int v = 0; v < 12; ++v) {
-          r = mma_hash(r);
+          r = splitmix64(r);
           std::uint64_t mag;
           switch (v) {
             case 0: mag = std::uint64_t{1} << (w - 1); break;
@@ -302,7 +302,7 @@ TEST(MmaGemmFast, AdversarialEqualsReference) {
       std::vector<std::uint32_t> A(static_cast<std::size_t>(M) * K), B(static_cast<std::size_t>(K) * N),
           C(static_cast<std::size_t>(M) * N);
       for (std::size_t e = 0; e < A.size(); ++e) {
-        const std::uint64_t r = mma_hash(e * 31 + static_cast<std::uint64_t>(kind) * 1000003u + static_cast<std::uint64_t>(id));
+        const std::uint64_t r = splitmix64(e * 31 + static_cast<std::uint64_t>(kind) * 1000003u + static_cast<std::uint64_t>(id));
         const bool neg = (r & 1) != 0;
         switch (kind) {
           case 0: A[e] = static_cast<std::uint32_t>(fa.max_finite(false) - (r & 1u)); break;             // overflow
@@ -319,7 +319,7 @@ TEST(MmaGemmFast, AdversarialEqualsReference) {
         }
       }
       for (std::size_t e = 0; e < B.size(); ++e) {
-        const std::uint64_t r = mma_hash(e * 131 + static_cast<std::uint64_t>(kind) * 7919u + static_cast<std::uint64_t>(id) + 5);
+        const std::uint64_t r = splitmix64(e * 131 + static_cast<std::uint64_t>(kind) * 7919u + static_cast<std::uint64_t>(id) + 5);
         const bool neg = kind == 0 ? false : (r & 1) != 0;
         switch (kind) {
           case 0: B[e] = static_cast<std::uint32_t>(fb.max_finite(neg)); break;
@@ -334,7 +334,7 @@ TEST(MmaGemmFast, AdversarialEqualsReference) {
         }
       }
       for (std::size_t e = 0; e < C.size(); ++e) {
-        const std::uint64_t r = mma_hash(e + 77 + static_cast<std::uint64_t>(kind));
+        const std::uint64_t r = splitmix64(e + 77 + static_cast<std::uint64_t>(kind));
         switch (kind) {
           case 0: C[e] = static_cast<std::uint32_t>(fc.max_finite(false)); break;
           case 2: C[e] = static_cast<std::uint32_t>(fc.sign_mask()); break;

@@ -14,6 +14,7 @@
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/format.hpp"
 #include "tiebreak/fp/policy.hpp"
+#include "tiebreak/fp/random.hpp"
 #include "tiebreak/fp/round.hpp"
 #include "tiebreak/emu/ops.hpp"
 
@@ -210,14 +211,6 @@ enum class fma_sample : std::uint8_t {
                 ///< 1/16 of the operands from a table of specials (zeros, Inf, NaN, min/max)
   fixed_b,      ///< b fixed (the sample's parameter), (a, c) over all 2^32 pairs: exhaustive
 };
-
-/// splitmix64: a counter-based generator, so every sample is reproducible from (seed, index).
-TIEBREAK_HDC std::uint64_t splitmix64(std::uint64_t x) noexcept {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 namespace detail {
 /// A special encoding of a 16-bit IEEE format, chosen by r.

@@ -11,6 +11,7 @@
 #include "tiebreak/emu/mma.hpp"
 #include "tiebreak/fp/config.hpp"
 #include "tiebreak/fp/format.hpp"
+#include "tiebreak/fp/random.hpp"
 
 namespace tiebreak::emu {
 
@@ -26,14 +27,6 @@ enum class mma_scenario : std::uint8_t {
   tiny_c,       ///< |C| far below the products
 };
 inline constexpr int mma_scenario_count = 8;
-
-/// splitmix64: a counter-based 64-bit hash (good enough to drive test generation).
-TIEBREAK_HDC std::uint64_t mma_hash(std::uint64_t x) noexcept {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 /// Which operand a slot belongs to.
 enum class mma_operand_kind : std::uint8_t { a, b, c };
@@ -60,7 +53,7 @@ TIEBREAK_HDC int mma_gen_exp(std::uint64_t r, int lo, int hi) noexcept {
 
 /// The scenario of tile `tile`.
 TIEBREAK_HDC mma_scenario mma_tile_scenario(std::uint64_t seed, std::uint64_t tile) noexcept {
-  return static_cast<mma_scenario>(mma_hash(seed ^ mma_hash(tile * 2 + 1)) % mma_scenario_count);
+  return static_cast<mma_scenario>(splitmix64(seed ^ splitmix64(tile * 2 + 1)) % mma_scenario_count);
 }
 
 /// Element (row, col) of operand `kind` of tile `tile`: A is m x k, B is k x n, C is m x n.
@@ -71,8 +64,8 @@ TIEBREAK_HDC std::uint64_t mma_gen_element(const mma_model& m, std::uint64_t see
   const format_desc f = kind == mma_operand_kind::a ? m.a_fmt : kind == mma_operand_kind::b ? m.b_fmt : m.c_fmt;
   const std::uint64_t slot = (static_cast<std::uint64_t>(kind) << 40) | (static_cast<std::uint64_t>(row) << 20) |
                              static_cast<std::uint64_t>(col);
-  const std::uint64_t r = mma_hash(mma_hash(seed + tile * 0x100000001b3ull) ^ slot);
-  const std::uint64_t r2 = mma_hash(r);
+  const std::uint64_t r = splitmix64(splitmix64(seed + tile * 0x100000001b3ull) ^ slot);
+  const std::uint64_t r2 = splitmix64(r);
   const int span = (f.emax() - f.emin()) / 4;
   const bool is_c = kind == mma_operand_kind::c;
   // Products of two inputs near 2^0 are near 2^0: C is drawn on the same scale unless the scenario
@@ -88,8 +81,8 @@ TIEBREAK_HDC std::uint64_t mma_gen_element(const mma_model& m, std::uint64_t see
       const std::uint64_t base_slot = (static_cast<std::uint64_t>(kind) << 40) |
                                       (static_cast<std::uint64_t>(kind == mma_operand_kind::a ? other : k_index & ~1) << 20) |
                                       static_cast<std::uint64_t>(kind == mma_operand_kind::a ? (k_index & ~1) : other);
-      const std::uint64_t rb = mma_hash(mma_hash(seed + tile * 0x100000001b3ull) ^ base_slot);
-      const int e = detail::mma_gen_exp(mma_hash(rb), -2, 2);
+      const std::uint64_t rb = splitmix64(splitmix64(seed + tile * 0x100000001b3ull) ^ base_slot);
+      const int e = detail::mma_gen_exp(splitmix64(rb), -2, 2);
       std::uint64_t bits = detail::mma_gen_finite(f, rb, e);
       if ((k_index & 1) != 0) {
         if (kind == mma_operand_kind::a) bits ^= f.sign_mask();  // only A flips: the product flips

@@ -8,6 +8,7 @@
 #include "tiebreak/emu/ops.hpp"
 #include "tiebreak/fp/format.hpp"
 #include "tiebreak/fp/policy.hpp"
+#include "tiebreak/fp/random.hpp"
 #include "tiebreak/fp/round.hpp"
 
 namespace tiebreak::emu {
@@ -22,6 +23,14 @@ enum class sum_order : std::uint8_t {
 /// What to sum in which formats. Inputs are encodings of `input`; each is first narrowed to `accum`
 /// (exact when accum is at least as wide, a recorded step otherwise), the additions are rounded to
 /// `accum` under `accum_rounding`, and the total is narrowed to `output` under `output_rounding`.
+///
+/// Stochastic rounding (either rounding in mode sr) takes its random words from `random`. The
+/// default (`sr_source{}`, fixed) uses the word each `rounding` carries at every step, so all steps
+/// of a sum share one word. `sr_source::philox(seed, stream)` draws a fresh word per step,
+/// philox_word(seed, stream, k), with the steps of a sum of n inputs numbered by what they round:
+/// the load of x[i] is step i, addition number j (0-based, in evaluation order) is step n + j, the
+/// final narrowing is step 2n - 1. The same (seed, stream, inputs, order) gives the same bits on
+/// the host and the device.
 struct sum_config {
   format_desc input = formats::bf16;
   format_desc accum = formats::f32;
@@ -31,6 +40,7 @@ struct sum_config {
   convert_options options{};
   sum_order order = sum_order::sequential;
   std::size_t block = 64;
+  sr_source random{};
 };
 
 /// One recorded step.
@@ -55,39 +65,39 @@ TIEBREAK_HDC std::uint64_t load(const sum_config& c, std::uint64_t x, std::size_
   sum_step st;
   st.kind = step_kind::load;
   st.index = i;
-  st.op.round = convert(c.accum, c.input, x, c.accum_rounding, c.options);
+  st.op.round = convert(c.accum, c.input, x, c.random.at(c.accum_rounding, i), c.options);
   st.op.a = x;
   sink(st);
   return st.op.round.bits;
 }
 
 template <class Sink>
-TIEBREAK_HDC std::uint64_t add_step(const sum_config& c, std::uint64_t acc, std::uint64_t x, std::size_t& n,
-                                    Sink& sink) noexcept {
+TIEBREAK_HDC std::uint64_t add_step(const sum_config& c, std::size_t inputs, std::uint64_t acc, std::uint64_t x,
+                                    std::size_t& n, Sink& sink) noexcept {
   sum_step st;
   st.kind = step_kind::add;
   st.index = n++;
-  st.op = add(c.accum, acc, x, c.accum_rounding, c.options);
+  st.op = add(c.accum, acc, x, c.random.at(c.accum_rounding, inputs + st.index), c.options);
   sink(st);
   return st.op.round.bits;
 }
 
 template <class Sink>
-TIEBREAK_HDC std::uint64_t sequential(const sum_config& c, const std::uint64_t* xs, std::size_t lo, std::size_t hi,
-                                      std::size_t& n, Sink& sink) noexcept {
+TIEBREAK_HDC std::uint64_t sequential(const sum_config& c, std::size_t inputs, const std::uint64_t* xs, std::size_t lo,
+                                      std::size_t hi, std::size_t& n, Sink& sink) noexcept {
   std::uint64_t acc = load(c, xs[lo], lo, sink);
-  for (std::size_t i = lo + 1; i < hi; ++i) acc = add_step(c, acc, load(c, xs[i], i, sink), n, sink);
+  for (std::size_t i = lo + 1; i < hi; ++i) acc = add_step(c, inputs, acc, load(c, xs[i], i, sink), n, sink);
   return acc;
 }
 
 template <class Sink>
-TIEBREAK_HDC std::uint64_t pairwise(const sum_config& c, const std::uint64_t* xs, std::size_t lo, std::size_t hi,
-                                    std::size_t& n, Sink& sink) noexcept {
+TIEBREAK_HDC std::uint64_t pairwise(const sum_config& c, std::size_t inputs, const std::uint64_t* xs, std::size_t lo,
+                                    std::size_t hi, std::size_t& n, Sink& sink) noexcept {
   if (hi - lo == 1) return load(c, xs[lo], lo, sink);
   const std::size_t mid = lo + (hi - lo) / 2;
-  const std::uint64_t l = pairwise(c, xs, lo, mid, n, sink);
-  const std::uint64_t r = pairwise(c, xs, mid, hi, n, sink);
-  return add_step(c, l, r, n, sink);
+  const std::uint64_t l = pairwise(c, inputs, xs, lo, mid, n, sink);
+  const std::uint64_t r = pairwise(c, inputs, xs, mid, hi, n, sink);
+  return add_step(c, inputs, l, r, n, sink);
 }
 
 }  // namespace detail
@@ -103,19 +113,21 @@ TIEBREAK_HDC sum_result sum(const sum_config& cfg, const std::uint64_t* xs, std:
   if (n == 0) {
     acc = cfg.accum.pack(false, 0, 0);
   } else if (cfg.order == sum_order::pairwise) {
-    acc = detail::pairwise(cfg, xs, 0, n, adds, sink);
+    acc = detail::pairwise(cfg, n, xs, 0, n, adds, sink);
   } else if (cfg.order == sum_order::blocked && cfg.block > 0 && cfg.block < n) {
-    acc = detail::sequential(cfg, xs, 0, cfg.block, adds, sink);
+    acc = detail::sequential(cfg, n, xs, 0, cfg.block, adds, sink);
     for (std::size_t lo = cfg.block; lo < n; lo += cfg.block) {
       const std::size_t hi = lo + cfg.block < n ? lo + cfg.block : n;
-      acc = detail::add_step(cfg, acc, detail::sequential(cfg, xs, lo, hi, adds, sink), adds, sink);
+      acc = detail::add_step(cfg, n, acc, detail::sequential(cfg, n, xs, lo, hi, adds, sink), adds, sink);
     }
   } else {
-    acc = detail::sequential(cfg, xs, 0, n, adds, sink);
+    acc = detail::sequential(cfg, n, xs, 0, n, adds, sink);
   }
   res.accum_bits = acc;
   res.additions = adds;
-  res.output = convert(cfg.output, cfg.accum, acc, cfg.output_rounding, cfg.options);
+  // Step 2n - 1 (n >= 1); an empty sum's narrowing of +0 is exact, whatever the word.
+  const std::size_t out_step = n == 0 ? 0 : 2 * n - 1;
+  res.output = convert(cfg.output, cfg.accum, acc, cfg.random.at(cfg.output_rounding, out_step), cfg.options);
   res.bits = res.output.bits;
   sum_step st;
   st.kind = step_kind::output;

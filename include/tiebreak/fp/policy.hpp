@@ -17,7 +17,7 @@ enum class round_mode : std::uint8_t {
   ru,   ///< toward +infinity (PTX .rp)
   rd,   ///< toward -infinity (PTX .rm)
   rto,  ///< round to odd: truncate, then set the lsb if anything was discarded
-  sr,   ///< stochastic: away from zero with probability (discarded fraction), random bits from the caller
+  sr,   ///< stochastic: away from zero with probability (discarded fraction), random bits from the caller (reproducible ones: fp/random.hpp)
 };
 
 inline constexpr round_mode all_round_modes[] = {round_mode::rne, round_mode::rna, round_mode::rz,

@@ -8,6 +8,7 @@
 
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/format.hpp"
+#include "tiebreak/fp/random.hpp"
 #include "tiebreak/fp/round.hpp"
 #include "tiebreak/fp/value.hpp"
 
@@ -28,17 +29,6 @@ std::uint16_t demo_tail_bits(std::uint16_t a, demo_tail t) noexcept {
   const auto shifted = static_cast<std::uint16_t>(a - (demo_tail_shift << 7));  // exponent field - 12
   return t == demo_tail::same_sign ? shifted : static_cast<std::uint16_t>(shifted ^ 0x8000u);
 }
-
-namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) noexcept {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 demo_randoms demo_random_bits(std::uint64_t seed, std::uint64_t index) noexcept {
   demo_randoms r{};

@@ -3,7 +3,9 @@
 /// in every order against a step-by-step exact oracle.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "support/oracle.hpp"
@@ -163,6 +165,107 @@ TEST(sum, long_sums_every_order_against_oracle) {
     }
   });
   EXPECT_EQ(log.count(), 0u) << log.report();
+}
+
+// ---- stochastic rounding with fresh words per step ------------------------------------------------
+
+// sr_source::philox: step k of a sum of n inputs draws philox_word(seed, stream, k), with the load of
+// x[i] at step i, addition j at n + j and the output at 2n - 1. Replayed step by step with the
+// oracle (f32 inputs, bf16 accumulation, e5m2 output: every kind of step rounds).
+TEST(sum, sr_per_step_words_follow_the_documented_steps) {
+  mismatch_log log;
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    splitmix64 g(i + 7000);
+    const std::size_t n = 1 + static_cast<std::size_t>(g() % 40);
+    std::vector<std::uint64_t> xs(n);
+    for (auto& x : xs) {
+      const std::uint64_t r = g();
+      x = ((r & 1) << 31) | ((120 + (r >> 8) % 10) << 23) | ((r >> 20) & 0x7fffff);
+    }
+    emu::sum_config c;
+    c.input = formats::f32;
+    c.accum = formats::bf16;
+    c.output = formats::e5m2;
+    c.accum_rounding = sr_t{0};
+    c.output_rounding = sr_t{0};
+    const std::uint64_t seed = g(), stream = g() % 5;
+    c.random = sr_source::philox(seed, stream);
+    const auto word = [&](std::uint64_t k) { return rounding{round_mode::sr, philox_word(seed, stream, k)}; };
+    const auto load = [&](std::size_t k) {
+      return expect_dyadic(c.accum, decode_exact(c.input, xs[k]), word(k), {}, (xs[k] >> 31) & 1).bits;
+    };
+    std::uint64_t acc = load(0);
+    for (std::size_t k = 1; k < n; ++k) acc = oracle_add(c.accum, acc, load(k), word(n + k - 1));
+    const std::uint64_t out = expect_dyadic(c.output, decode_exact(c.accum, acc), word(2 * n - 1), {}, (acc >> 15) & 1).bits;
+    const auto got = emu::sum(c, xs.data(), n, emu::no_steps{});
+    if (got.accum_bits != acc || got.bits != out) log.add("sr per-step replay: case " + std::to_string(i));
+    // Same (seed, stream): same bits.
+    const auto again = emu::sum(c, xs.data(), n, emu::no_steps{});
+    if (again.accum_bits != got.accum_bits || again.bits != got.bits) log.add("sr not reproducible: case " + std::to_string(i));
+  }
+  EXPECT_EQ(log.count(), 0u) << log.report();
+}
+
+// The default source keeps the word of each `rounding` at every step (sr_t{w} as before).
+TEST(sum, sr_fixed_word_is_the_default) {
+  std::vector<std::uint64_t> xs(64, 0x3b00);  // bf16 2^-9: a quarter ulp of the sum's binade [1, 2)
+  xs[0] = 0x3f80;                             // 1
+  emu::sum_config c;
+  c.accum = formats::bf16;
+  for (std::uint32_t w : {0x00000000u, 0xbfffffffu, 0xc0000000u, 0xffffffffu}) {
+    c.accum_rounding = sr_t{w};
+    const auto r = emu::sum(c, xs.data(), xs.size(), emu::no_steps{});
+    // Each addition discards a quarter ulp: all round up (1 + 63 * 2^-7) when w >= 0.75 * 2^32,
+    // all round down (1) otherwise.
+    EXPECT_EQ(r.bits, w >= 0xc0000000u ? 0x3fbfu : 0x3f80u) << w;
+  }
+}
+
+// Expected value: with a fresh uniform word per step, each rounding is unbiased given the past, so
+// E[sum] is the exact sum. 1 + 63 terms of 2^-9 (1 + k/8), bf16 accumulation: rne stagnates at 1
+// (every term is below half an ulp), 22.75 ulps short; the sr mean over S = 4000 seeds must be
+// within t = 0.8 ulp. Bound: the errors of all S * 63 roundings form a martingale difference
+// sequence with |d| <= 1 ulp = 2^-7 (the partial sums stay in [1, 2); pairwise partial sums are
+// smaller, with smaller ulps), so by Azuma-Hoeffding P(|mean - exact| >= t ulp) <=
+// 2 exp(-t^2 S / (2 * 63)) = 3.3e-9: the false-failure rate for seeds drawn at random, treating
+// Philox words as independent uniform draws. The seeds are fixed (1 .. 4000).
+TEST(sum, sr_per_step_mean_is_the_exact_sum) {
+  std::vector<std::uint64_t> xs(64);
+  xs[0] = 0x3f80;
+  double exact = 1;
+  for (std::size_t k = 1; k < xs.size(); ++k) {
+    const std::uint64_t frac = (k % 8) << 4;  // 1 + (k % 8) / 8
+    xs[k] = (std::uint64_t{127 - 9} << 7) | frac;
+    exact += std::ldexp(1.0 + static_cast<double>(k % 8) / 8, -9);
+  }
+  const double ulp = std::ldexp(1.0, -7);
+  for (emu::sum_order order : {emu::sum_order::sequential, emu::sum_order::pairwise}) {
+    emu::sum_config c;
+    c.accum = formats::bf16;
+    c.order = order;
+    c.accum_rounding = rne_t{};
+    const double rne_err = to_double(formats::bf16, emu::sum(c, xs.data(), xs.size(), emu::no_steps{}).bits) - exact;
+    c.accum_rounding = sr_t{0};
+    constexpr int seeds = 4000;
+    double total = 0;
+    std::set<std::uint64_t> outcomes;
+    for (int s = 1; s <= seeds; ++s) {
+      c.random = sr_source::philox(static_cast<std::uint64_t>(s), 0);
+      const std::uint64_t bits = emu::sum(c, xs.data(), xs.size(), emu::no_steps{}).bits;
+      outcomes.insert(bits);
+      total += to_double(formats::bf16, bits);
+    }
+    const double mean_err_ulps = (total / seeds - exact) / ulp;
+    std::printf("[sum sr] order %d: exact %.9g, rne error %.3f ulp, sr mean error %.4f ulp over %d seeds, %zu outcomes\n",
+                static_cast<int>(order), exact, rne_err / ulp, mean_err_ulps, seeds, outcomes.size());
+    EXPECT_LT(std::fabs(mean_err_ulps), 0.8);
+    if (order == emu::sum_order::sequential) {
+      EXPECT_LT(rne_err / ulp, -10.0);  // the stagnation sr removes
+      // Fresh words: 63 independent decisions spread the outcomes (measured: 28 distinct sums);
+      // one shared word makes the additions of a quarter ulp all go one way (sr_fixed_word_is_the_default).
+      EXPECT_GT(outcomes.size(), 8u);
+    }
+  }
 }
 
 }  // namespace

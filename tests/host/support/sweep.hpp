@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "tiebreak/fp/random.hpp"
+
 #ifndef TIEBREAK_TEST_LEVEL_FULL
 #define TIEBREAK_TEST_LEVEL_FULL 1
 #endif
@@ -143,17 +145,8 @@ double sweep_blocks(const char* name, std::uint64_t total, std::uint64_t block, 
 /// levels.
 inline bool sampled_block(std::uint64_t lo, std::uint64_t block) { return (lo / block) % 257 == 0; }
 
-/// SplitMix64: deterministic, seedable random bits for samples.
-struct splitmix64 {
-  std::uint64_t state;
-  explicit splitmix64(std::uint64_t seed) : state(seed) {}
-  std::uint64_t operator()() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-};
+/// SplitMix64: deterministic, seedable random bits for samples (the core's generator).
+using splitmix64 = tiebreak::splitmix64_generator;
 
 /// A fixed hash of an index, for random bits inside sweeps.
 inline std::uint32_t hash32(std::uint64_t i) {

@@ -193,7 +193,7 @@ std::vector<rp_case> rp_cases(bool grid, std::size_t n) {
   std::vector<rp_case> v(n);
   const round_mode modes[] = {round_mode::rz, round_mode::rne, round_mode::rd, round_mode::ru, round_mode::rna};
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t h = mma_hash(0x5eed0000 + i), h2 = mma_hash(h), h3 = mma_hash(h2);
+    const std::uint64_t h = splitmix64(0x5eed0000 + i), h2 = splitmix64(h), h3 = splitmix64(h2);
     rp_case& c = v[i];
     c.grid = grid;
     c.sign = (h3 & 1) != 0;

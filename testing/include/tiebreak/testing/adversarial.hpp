@@ -17,22 +17,19 @@
 
 #include "tiebreak/fp/format.hpp"
 #include "tiebreak/fp/policy.hpp"
+#include "tiebreak/fp/random.hpp"
 #include "tiebreak/fp/round.hpp"
 #include "tiebreak/fp/value.hpp"
 #include "tiebreak/testing/describe.hpp"
 
 namespace tiebreak::testing::adversarial {
 
-/// SplitMix64: the seeded generator behind every case (same seed, same cases, on every platform).
+/// SplitMix64: the seeded generator behind every case (same seed, same cases, on every platform):
+/// the core's tiebreak::splitmix64_generator, with a bias-free `below`.
 class splitmix64 {
  public:
-  explicit splitmix64(std::uint64_t seed) noexcept : s_(seed) {}
-  std::uint64_t next() noexcept {
-    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  explicit splitmix64(std::uint64_t seed) noexcept : g_(seed) {}
+  std::uint64_t next() noexcept { return g_.next(); }
   /// Uniform in [0, n) (n > 0), by rejection: no modulo bias.
   std::uint64_t below(std::uint64_t n) noexcept {
     const std::uint64_t limit = ~std::uint64_t{0} - (~std::uint64_t{0} % n);
@@ -42,7 +39,7 @@ class splitmix64 {
   }
 
  private:
-  std::uint64_t s_;
+  tiebreak::splitmix64_generator g_;
 };
 
 /// The default source format for a target: f32 below f32's precision (tf32 included), f64 for f32.
