@@ -18,7 +18,7 @@ format_desc format_by_name(std::string_view option, std::string_view name) {
   format_id id{};
   if (!parse_format(name, id)) {
     throw std::invalid_argument(
-        fmt::format("{}: unknown format '{}' (expected one of f64 f32 tf32 bf16 f16 e4m3 e5m2)", option, name));
+        fmt::format("{}: unknown format '{}' (expected one of {})", option, name, format_names.view()));
   }
   return desc_of(id);
 }
@@ -27,7 +27,7 @@ round_mode mode_by_name(std::string_view option, std::string_view name) {
   round_mode m{};
   if (!parse_round_mode(name, m)) {
     throw std::invalid_argument(
-        fmt::format("{}: unknown rounding mode '{}' (expected one of rne rna rz ru rd rto sr)", option, name));
+        fmt::format("{}: unknown rounding mode '{}' (expected one of {})", option, name, round_mode_names.view()));
   }
   return m;
 }

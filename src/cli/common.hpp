@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tiebreak/fp/format.hpp"
+#include "tiebreak/fp/names.hpp"
 #include "tiebreak/fp/policy.hpp"
 #include "tiebreak/fp/round.hpp"
 #include "tiebreak/host/exact.hpp"
