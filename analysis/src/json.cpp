@@ -9,8 +9,6 @@ namespace tiebreak::analysis {
 
 using nlohmann::json;
 
-json json_number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
-
 namespace {
 json numbers(const Eigen::VectorXd& v, double scale = 1) {
   json a = json::array();

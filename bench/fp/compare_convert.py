@@ -93,9 +93,8 @@ def main() -> int:
     print(f"{'implementation':<28}{'elem/s':>14}{'vs ml_dtypes':>14}{'vs tiebreak rne':>17}")
     print(f"{'ml_dtypes copyto (rne)':<28}{ml:>14.3e}{1.0:>14.2f}{ml / tb['rne']:>17.2f}")
     print(f"{'ml_dtypes astype+alloc':<28}{ml_astype:>14.3e}{ml_astype / ml:>14.2f}{ml_astype / tb['rne']:>17.2f}")
-    for mode in ["rne", "rna", "rz", "ru", "rd", "rto", "sr"]:
-        if mode in tb:
-            print(f"{'tiebreak ' + mode:<28}{tb[mode]:>14.3e}{tb[mode] / ml:>14.2f}{tb[mode] / tb['rne']:>17.2f}")
+    for mode in tb:  # every mode convert_bench registers (the core's all_round_modes), in its order
+        print(f"{'tiebreak ' + mode:<28}{tb[mode]:>14.3e}{tb[mode] / ml:>14.2f}{tb[mode] / tb['rne']:>17.2f}")
     bw = copy_bandwidth(a.size, a.repeat)
     print(f"memory ceiling: np.copyto of {a.size} uint32 moves {bw / 1e9:.1f} GB/s (read + write), "
           f"i.e. at most {bw / 6:.3e} elem/s at 6 bytes per element "

@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tiebreak/fp/fast.hpp"
@@ -82,13 +83,12 @@ void bm_round_pack(benchmark::State& st, round_mode m) {
 
 void sizes(benchmark::internal::Benchmark* b) { b->Arg(1 << 16)->Arg(1 << 24); }
 
-BENCHMARK_CAPTURE(bm_convert, rne, round_mode::rne)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_convert, rna, round_mode::rna)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_convert, rz, round_mode::rz)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_convert, ru, round_mode::ru)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_convert, rd, round_mode::rd)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_convert, rto, round_mode::rto)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_convert, sr, round_mode::sr)->Apply(sizes);
+// bm_convert/<mode>/<size> for every mode of the core's table (compare_convert.py reads the names).
+[[maybe_unused]] const bool every_mode_registered = [] {
+  for (round_mode m : all_round_modes)
+    benchmark::RegisterBenchmark(("bm_convert/" + std::string(to_string(m))).c_str(), bm_convert, m)->Apply(sizes);
+  return true;
+}();
 BENCHMARK_CAPTURE(bm_convert_isa, rne_generic, bulk_isa::generic)->Apply(sizes);
 BENCHMARK_CAPTURE(bm_convert_isa, rne_avx2, bulk_isa::avx2)->Apply(sizes);
 BENCHMARK_CAPTURE(bm_convert_isa, rne_avx512, bulk_isa::avx512)->Apply(sizes);

@@ -5,6 +5,7 @@
 #include "tiebreak/fp/config.hpp"
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/format.hpp"
+#include "tiebreak/fp/names.hpp"
 #include "tiebreak/fp/policy.hpp"
 #include "tiebreak/fp/random.hpp"
 #include "tiebreak/fp/round.hpp"

@@ -304,7 +304,7 @@ void register_add(CLI::App& app) {
   cmd->add_option("--format", opt->format, "Format of the values and of the result")->required();
   cmd->add_option("--accumulate", opt->accumulate,
                   "Carry the partial sums in this format and round to --format once at the end");
-  cmd->add_option("--mode", opt->mode, "Rounding mode of every step: rne rna rz ru rd rto sr")->capture_default_str();
+  cmd->add_option("--mode", opt->mode, fmt::format("Rounding mode of every step: {}", round_mode_names.view()))->capture_default_str();
   cmd->add_flag("--saturate", opt->saturate, "Saturating conversion: overflow goes to the largest finite value");
   cmd->add_option("--seed", opt->seed, "Seed of the random bits of sr (Philox4x32-10, one word per rounding step)")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
   cmd->add_flag("--json", opt->json, "One JSON object with every step and the final result");

@@ -4,6 +4,7 @@
 #include <tiebreak/analysis/bias.hpp>
 #include <tiebreak/analysis/json.hpp>
 #include <tiebreak/analysis/spectral.hpp>
+#include <tiebreak/io/json.hpp>
 #include <tiebreak/io/npy.hpp>
 
 #include <CLI/CLI.hpp>
@@ -99,7 +100,7 @@ json degrees(const Eigen::VectorXd& radians) {
 
 std::string fmt_list(const json& a) {
   std::string s;
-  for (const auto& x : a) s += (s.empty() ? "" : " ") + (x.is_null() ? std::string("nan") : fmt::format("{:.6g}", x.get<double>()));
+  for (const auto& x : a) s += (s.empty() ? "" : " ") + fmt::format("{:.6g}", io::number_from_json(x));
   return s;
 }
 
@@ -190,19 +191,18 @@ json spectral_one(const std::string& file, const spectral_args& a) {
 void print_spectral_text(const json& j) {
   auto line = [](const json& m) {
     std::string s = fmt::format("spectral_norm {:.9g}  frobenius {:.6g}  stable_rank {:.4g}  ({} passes{})",
-                                m["spectral_norm"].is_null() ? NAN : m["spectral_norm"].get<double>(),
-                                m["frobenius_norm"].is_null() ? NAN : m["frobenius_norm"].get<double>(),
-                                m["stable_rank"].is_null() ? NAN : m["stable_rank"].get<double>(),
+                                io::number_from_json(m["spectral_norm"]), io::number_from_json(m["frobenius_norm"]),
+                                io::number_from_json(m["stable_rank"]),
                                 m["iterations"].get<int>(), m["converged"].get<bool>() ? "" : ", NOT converged");
     if (m.contains("exact"))
       s += fmt::format("  exact {:.9g} (rel. error {:.2e}, effective_rank {:.4g})",
-                       m["exact"]["spectral_norm"].get<double>(), m["exact"]["rel_error"].get<double>(),
-                       m["exact"]["effective_rank"].get<double>());
+                       io::number_from_json(m["exact"]["spectral_norm"]), io::number_from_json(m["exact"]["rel_error"]),
+                       io::number_from_json(m["exact"]["effective_rank"]));
     return s;
   };
   const std::string head = fmt::format("{}  {}", j["file"].get<std::string>(), shape_text(j["shape"].get<std::vector<std::size_t>>()));
   if (j.contains("matrices")) {
-    std::cout << head << "  stack, largest spectral_norm " << fmt::format("{:.9g}", j["spectral_norm"].get<double>()) << '\n';
+    std::cout << head << "  stack, largest spectral_norm " << fmt::format("{:.9g}", io::number_from_json(j["spectral_norm"])) << '\n';
     for (std::size_t i = 0; i < j["matrices"].size(); ++i) std::cout << fmt::format("  [{}] ", i) << line(j["matrices"][i]) << '\n';
     return;
   }
@@ -212,7 +212,7 @@ void print_spectral_text(const json& j) {
       std::cout << fmt::format("  slice {:>3}  {:>5}:{:<5} {:.9g}\n", s["index"].get<int>(),
                                (s.contains("rows") ? s["rows"] : s["cols"])[0].get<index>(),
                                (s.contains("rows") ? s["rows"] : s["cols"])[1].get<index>(),
-                               s["spectral_norm"].get<double>());
+                               io::number_from_json(s["spectral_norm"]));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -312,22 +312,22 @@ void run_align(const align_args& a) {
     for (const auto& s : steps) {
       std::cout << fmt::format("  [{}] {}  spectral_norm {:.6g}  stable_rank {:.4g}  effective_rank {:.4g}",
                                s["index"].get<std::size_t>(), s["source"].get<std::string>(),
-                               s["spectral_norm"].get<double>(), s["stable_rank"].get<double>(),
-                               s["effective_rank"].get<double>());
+                               io::number_from_json(s["spectral_norm"]), io::number_from_json(s["stable_rank"]),
+                               io::number_from_json(s["effective_rank"]));
       if (s.contains("cosine_with_previous"))
         std::cout << fmt::format("  cos(prev) {:.6f}  angles(deg) left [{}] right [{}]",
-                                 s["cosine_with_previous"].get<double>(), fmt_list(s["principal_angles_deg"]),
+                                 io::number_from_json(s["cosine_with_previous"]), fmt_list(s["principal_angles_deg"]),
                                  fmt_list(s["principal_angles_right_deg"]));
       std::cout << '\n';
     }
     std::cout << fmt::format("  first vs last: cosine {:.6f}  principal angles (deg) left [{}] right [{}]\n",
-                             out["cosine"].get<double>(), fmt_list(out["principal_angles_deg"]),
+                             io::number_from_json(out["cosine"]), fmt_list(out["principal_angles_deg"]),
                              fmt_list(out["principal_angles_right_deg"]));
   }
   if (out.contains("coherence"))
     std::cout << fmt::format("rank-1 sum of {} terms: coherence {:.6f}  dominant_share {:.6f}  weight_sum {:.6g}\n",
-                             out["coherence"]["terms"].get<std::size_t>(), out["coherence"]["coherence"].get<double>(),
-                             out["coherence"]["dominant_share"].get<double>(), out["coherence"]["weight_sum"].get<double>());
+                             out["coherence"]["terms"].get<std::size_t>(), io::number_from_json(out["coherence"]["coherence"]),
+                             io::number_from_json(out["coherence"]["dominant_share"]), io::number_from_json(out["coherence"]["weight_sum"]));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -419,7 +419,7 @@ json bias_one(const std::string& file, const bias_args& a) {
 }
 
 void print_bias_text(const json& j) {
-  auto num = [](const json& x) { return x.is_null() ? std::string("nan") : fmt::format("{:.6g}", x.get<double>()); };
+  auto num = [](const json& x) { return fmt::format("{:.6g}", io::number_from_json(x)); };
   std::cout << fmt::format("{}  {}  n {}\n", j["file"].get<std::string>(), shape_text(j["shape"].get<std::vector<std::size_t>>()), j["n"].get<std::uint64_t>());
   std::cout << fmt::format("  mean {}  sd {}  t {}  p {}  cohen_d {}  {}% CI [{}, {}]\n", num(j["mean"]), num(j["sd"]),
                            num(j["t"]), num(j["p_value"]), num(j["cohen_d"]), 100 * j["confidence"].get<double>(),

@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "common.hpp"
@@ -38,6 +39,15 @@ struct audit_args {
   bool json_stdout = false;
   bool quiet = false;
 };
+
+/// What --out-format accepts: "auto" and these formats, named by the core's table.
+constexpr format_id out_formats[] = {format_id::bf16, format_id::f16, format_id::f32, format_id::tf32, format_id::f64};
+
+std::vector<std::string> out_format_choices() {
+  std::vector<std::string> names{"auto"};
+  for (format_id id : out_formats) names.emplace_back(desc_of(id).name);
+  return names;
+}
 
 /// Progress on stderr, at most one line a second, and only once a stage has run for a second.
 class progress_printer {
@@ -118,7 +128,7 @@ void register_audit(CLI::App& app) {
   cmd->add_option("-o,--output", a->output, "Write the JSON report (schema tiebreak.audit/1, docs/audit.md) here");
   cmd->add_flag("--json", a->json_stdout, "Print the JSON report on stdout instead of the Markdown table");
   cmd->add_option("--out-format", a->value_format, "Format of the kernel's outputs for the ulp scale: auto, bf16, f16, f32")
-      ->capture_default_str()->check(CLI::IsMember({"auto", "bf16", "f16", "f32", "tf32", "f64"}));
+      ->capture_default_str()->check(CLI::IsMember(out_format_choices()));
   cmd->add_option("--alpha", a->alpha, "Significance level of a head's verdict")->capture_default_str()->check(finite)->check(CLI::Range(1e-300, 0.5));
   cmd->add_option("--min-effect", a->min_effect, "Smallest mean error (ulps of the row scale) called a bias")->capture_default_str()->check(finite)->check(CLI::NonNegativeNumber);
   cmd->add_option("--tie-tolerance", a->tie_tolerance, "Near tie: scaled score within this of the row maximum")->capture_default_str()->check(finite)->check(CLI::NonNegativeNumber);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -18,7 +19,7 @@ format_desc format_by_name(std::string_view option, std::string_view name) {
   format_id id{};
   if (!parse_format(name, id)) {
     throw std::invalid_argument(
-        fmt::format("{}: unknown format '{}' (expected one of f64 f32 tf32 bf16 f16 e4m3 e5m2)", option, name));
+        fmt::format("{}: unknown format '{}' (expected one of {})", option, name, format_names.view()));
   }
   return desc_of(id);
 }
@@ -27,7 +28,7 @@ round_mode mode_by_name(std::string_view option, std::string_view name) {
   round_mode m{};
   if (!parse_round_mode(name, m)) {
     throw std::invalid_argument(
-        fmt::format("{}: unknown rounding mode '{}' (expected one of rne rna rz ru rd rto sr)", option, name));
+        fmt::format("{}: unknown rounding mode '{}' (expected one of {})", option, name, round_mode_names.view()));
   }
   return m;
 }
@@ -82,12 +83,6 @@ std::string flags_text(std::uint8_t flags) {
   return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, " "));
 }
 
-nlohmann::json json_number(double x) {
-  if (x != x) return "nan";
-  if (x - x != 0) return x > 0 ? "inf" : "-inf";
-  return x;
-}
-
 std::string value_text(const format_desc& f, std::uint64_t bits) {
   return host::to_decimal_string(host::from_bits(f, bits));
 }
@@ -132,9 +127,11 @@ error_report compare(const format_desc& f, const round_result& r, const host::ex
 }
 
 void put_error(nlohmann::json& j, const error_report& e) {
+  // "error" and "error_ulps_exact" are exact decimal texts (host::to_decimal_string spells the
+  // non-finite ones "nan", "inf", "-inf" too); "error_ulps" is a double.
   if (!e.known) {
     j["error"] = "nan";
-    j["error_ulps"] = "nan";
+    j["error_ulps"] = json_number(std::numeric_limits<double>::quiet_NaN());
     j["error_ulps_exact"] = "nan";
     j["direction"] = nullptr;
     return;
@@ -142,11 +139,11 @@ void put_error(nlohmann::json& j, const error_report& e) {
   if (e.infinite) {
     const char* s = e.sign > 0 ? "inf" : "-inf";
     j["error"] = s;
-    j["error_ulps"] = s;
+    j["error_ulps"] = json_number(e.sign > 0 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity());
     j["error_ulps_exact"] = s;
   } else {
     j["error"] = host::to_decimal_string(e.error);
-    j["error_ulps"] = host::to_double(e.ulps);
+    j["error_ulps"] = json_number(host::to_double(e.ulps));
     j["error_ulps_exact"] = host::to_decimal_string(e.ulps);
   }
   j["direction"] = e.direction;

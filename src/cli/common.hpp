@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tiebreak/fp/format.hpp"
+#include "tiebreak/fp/names.hpp"
 #include "tiebreak/fp/policy.hpp"
 #include "tiebreak/fp/random.hpp"
 #include "tiebreak/fp/round.hpp"
 #include "tiebreak/host/exact.hpp"
+#include "tiebreak/io/json.hpp"
 
 namespace tiebreak::cli {
 
@@ -62,9 +64,9 @@ class random_source {
 /// The flag names joined by spaces, or "none".
 [[nodiscard]] std::string flags_text(std::uint8_t flags);
 
-/// A double as JSON: a number when finite, else the string "inf", "-inf" or "nan" (Python's float()
-/// accepts both forms).
-[[nodiscard]] nlohmann::json json_number(double x);
+/// A double as JSON: a number when finite, else the string "inf", "-inf" or "nan" (the one
+/// convention of every JSON writer, tiebreak/io/json.hpp and docs/json.md).
+using io::json_number;
 
 /// Text of an encoding's value: exact decimal, "nan", "inf", "-inf", "-0".
 [[nodiscard]] std::string value_text(const format_desc& f, std::uint64_t bits);

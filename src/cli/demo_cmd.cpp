@@ -57,7 +57,7 @@ void run_demo(const demo_options& opt) {
 
   if (opt.json) {
     nlohmann::json j;
-    j["domain"] = {{"format", "bf16"},
+    j["domain"] = {{"format", std::string(formats::bf16.name)},
                    {"exp_field_min", host::demo_exp_lo},
                    {"exp_field_max", host::demo_exp_hi},
                    {"signs", 2},

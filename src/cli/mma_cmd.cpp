@@ -23,6 +23,9 @@ void register_mma(CLI::App& app);
 
 namespace {
 
+/// "mma.m16n8k16.bf16 ... wgmma.k32.e5m2", from the model table.
+constexpr const auto& instr_names = joined_names<emu::all_mma_instrs, emu::mma_instr_name>;
+
 struct mma_options {
   std::string instr;
   std::string arch = "sm90";
@@ -126,9 +129,7 @@ void run_mma(const mma_options& opt) {
   if (opt.arch != "sm90") throw std::invalid_argument(fmt::format("--arch: unknown architecture '{}' (only sm90)", opt.arch));
   emu::mma_instr id{};
   if (!emu::parse_mma_instr(opt.instr, id)) {
-    std::string names;
-    for (emu::mma_instr i : emu::all_mma_instrs) names += std::string(names.empty() ? "" : " ") + std::string(emu::mma_instr_name(i));
-    throw std::invalid_argument(fmt::format("--instr: unknown instruction '{}' (expected one of {})", opt.instr, names));
+    throw std::invalid_argument(fmt::format("--instr: unknown instruction '{}' (expected one of {})", opt.instr, instr_names.view()));
   }
   const emu::mma_model_entry& entry = emu::mma_entry(id);
   const emu::mma_model& m = entry.model;
@@ -222,8 +223,7 @@ void register_mma(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "mma", "One output element of a tensor-core instruction (C + row of A . column of B), as the hardware computes it");
   cmd->add_option("--instr", opt->instr,
-                  "Instruction: mma.m16n8k16.bf16 mma.m16n8k16.f16 mma.m16n8k8.tf32 mma.m16n8k16.f16.f16out "
-                  "wgmma.k16.bf16 wgmma.k16.f16 wgmma.k32.e4m3 wgmma.k32.e5m2");
+                  fmt::format("Instruction: {}", instr_names.view()));
   cmd->add_option("--arch", opt->arch, "Architecture whose model to use (sm90)")->capture_default_str();
   cmd->add_option("--c", opt->c, "C: a value as in `tiebreak round` (bits: are encodings of C's format)")->capture_default_str();
   cmd->add_option("--a", opt->a, "Row of A: V1,V2,... (missing entries are zero); rounded (rne) into A's format");

@@ -82,8 +82,8 @@ void run_round(const round_options& opt) {
 void register_round(CLI::App& app) {
   auto opt = std::make_shared<round_options>();
   CLI::App* cmd = app.add_subcommand("round", "Round values into a format, once, from their exact value");
-  cmd->add_option("--to", opt->to, "Target format: f64 f32 tf32 bf16 f16 e4m3 e5m2")->required();
-  cmd->add_option("--mode", opt->mode, "Rounding mode: rne rna rz ru rd rto sr")->capture_default_str();
+  cmd->add_option("--to", opt->to, fmt::format("Target format: {}", format_names.view()))->required();
+  cmd->add_option("--mode", opt->mode, fmt::format("Rounding mode: {}", round_mode_names.view()))->capture_default_str();
   cmd->add_option("--from", opt->from, "Format of bits:ENCODING values")->capture_default_str();
   cmd->add_flag("--saturate", opt->saturate, "Saturating conversion: overflow and Inf go to the largest finite value");
   cmd->add_option("--seed", opt->seed, "Seed of the random bits of sr (Philox4x32-10, one word per rounding)")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));

@@ -334,11 +334,10 @@ void report_one_input(const std::uint8_t* data, std::size_t size) {
 
 void number_one_input(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return;
-  constexpr format_id ids[] = {format_id::f64, format_id::f32, format_id::tf32, format_id::bf16,
-                               format_id::f16, format_id::e4m3, format_id::e5m2};
-  const format_desc from = desc_of(ids[data[0] % 7]);
-  const format_desc to = desc_of(ids[data[1] % 7]);
-  const round_mode mode = all_round_modes[(data[1] / 7) % 7];
+  constexpr std::size_t formats_n = std::size(all_format_ids), modes_n = std::size(all_round_modes);
+  const format_desc from = desc_of(all_format_ids[data[0] % formats_n]);
+  const format_desc to = desc_of(all_format_ids[data[1] % formats_n]);
+  const round_mode mode = all_round_modes[(data[1] / formats_n) % modes_n];
   convert_options conv;
   conv.saturate = (data[1] & 0x80) != 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);

@@ -30,6 +30,15 @@ double t_two_sided_by_quadrature(double t, double df) {
 
 }  // namespace
 
+TEST(StudentT, IsTheCoresImplementation) {
+  // One implementation of the tail for this library and tiebreak::analysis: the core's
+  // (tiebreak/stats/incomplete_beta.hpp, tested against mpmath in tests/host/stats).
+  double (*const tail)(double, double) noexcept = &tt::student_t_two_sided_p;
+  double (*const beta)(double, double, double, double) noexcept = &tt::regularized_incomplete_beta;
+  EXPECT_EQ(tail, &tiebreak::student_t_two_sided_p);
+  EXPECT_EQ(beta, &tiebreak::regularized_incomplete_beta);
+}
+
 TEST(StudentT, MatchesQuadrature) {
   for (double df : {1.0, 2.0, 3.0, 7.0, 10.0, 29.0, 100.0, 1000.0}) {
     for (double t : {0.1, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, -2.0}) {

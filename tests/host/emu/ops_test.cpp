@@ -118,7 +118,7 @@ void random_ops(const format_desc& f, std::uint64_t n, const char* name) {
     std::uint64_t c = gen.near(a);
     if (i % 11 == 0) b = a ^ (std::uint64_t{1} << (f.storage_bits() - 1));  // exact cancellation
     if (i % 13 == 0) c = gen.near(b);
-    const rounding r{all_round_modes[i % 7], static_cast<std::uint32_t>(gen.g())};
+    const rounding r{all_round_modes[i % std::size(all_round_modes)], static_cast<std::uint32_t>(gen.g())};
     convert_options o;
     o.flush_output = (i % 17) == 0;
     o.flush_input = (i % 19) == 0;

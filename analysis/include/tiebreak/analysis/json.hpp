@@ -7,12 +7,15 @@
 #include <tiebreak/analysis/drift.hpp>
 #include <tiebreak/analysis/spectral.hpp>
 
+#include <tiebreak/io/json.hpp>
+
 #include <nlohmann/json.hpp>
 
 namespace tiebreak::analysis {
 
-/// Non-finite doubles become JSON null (JSON has no NaN or infinity); angles are written in
-/// degrees with a `_deg` suffix; singular vectors are omitted (they belong in .npy files).
+/// Non-finite doubles become the strings "inf", "-inf", "nan" (json_number; JSON has no NaN or
+/// infinity); angles are written in degrees with a `_deg` suffix; singular vectors are omitted
+/// (they belong in .npy files).
 void to_json(nlohmann::json& j, const running_moments& m);
 void to_json(nlohmann::json& j, const t_test_result& r);
 void to_json(nlohmann::json& j, const sign_test_result& r);
@@ -31,7 +34,8 @@ void to_json(nlohmann::json& j, const coherence_result& r);
 void to_json(nlohmann::json& j, const gradient_alignment_result& r);
 void to_json(nlohmann::json& j, const update_step& r);
 
-/// A double as JSON: the number, or null when it is NaN or infinite.
-[[nodiscard]] nlohmann::json json_number(double x);
+/// A double as JSON: the number, or the string "inf", "-inf" or "nan" (the one convention of every
+/// tiebreak JSON writer: tiebreak/io/json.hpp, docs/json.md).
+using io::json_number;
 
 }  // namespace tiebreak::analysis

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "tiebreak/fp/format.hpp"
+#include "tiebreak/fp/names.hpp"
 #include "tiebreak/fp/policy.hpp"
 #include "tiebreak/fp/round.hpp"
 #include "tiebreak/fp/value.hpp"
@@ -19,7 +20,7 @@
 namespace tiebreak::testing {
 
 /// A format named the way the CLI, JSON and Python name it ("bf16"), or by its enum or descriptor.
-/// Precondition: a name is one of f64 f32 tf32 bf16 f16 e4m3 e5m2; anything else throws
+/// Precondition: a name is one of tiebreak::format_names (all_format_ids); anything else throws
 /// std::invalid_argument (inside a test, GoogleTest reports the exception as a failure).
 struct format_spec {
   format_desc desc;
@@ -34,7 +35,7 @@ struct format_spec {
     format_id id{};
     if (!parse_format(name, id)) {
       throw std::invalid_argument("tiebreak::testing: unknown format \"" + std::string(name) +
-                                  "\" (known: f64 f32 tf32 bf16 f16 e4m3 e5m2)");
+                                  "\" (known: " + std::string(format_names.view()) + ")");
     }
     return desc_of(id);
   }
@@ -61,7 +62,7 @@ struct mode_spec {
     round_mode m{};
     if (!parse_round_mode(name, m)) {
       throw std::invalid_argument("tiebreak::testing: unknown rounding mode \"" + std::string(name) +
-                                  "\" (known: rne rna rz ru rd rto sr)");
+                                  "\" (known: " + std::string(round_mode_names.view()) + ")");
     }
     return m;
   }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file One-sample t test of a signed error sample against zero mean, with an effect-size floor.
 ///
-/// Used by the HasUnbiasedError matcher (matchers.hpp); usable alone. No dependency beyond <cmath>:
-/// the Student-t tail comes from the regularized incomplete beta function (continued fraction).
+/// Used by the HasUnbiasedError matcher (matchers.hpp); usable alone. No dependency beyond <cmath>
+/// and the core: the Student-t tail is the core's (tiebreak/stats/incomplete_beta.hpp), shared with
+/// tiebreak::analysis.
 #pragma once
 
 #include <cmath>
@@ -11,6 +12,8 @@
 #include <iterator>
 #include <limits>
 #include <string>
+
+#include "tiebreak/stats/incomplete_beta.hpp"
 
 namespace tiebreak::testing {
 
@@ -50,70 +53,12 @@ struct bias_test_result {
   }
 };
 
-namespace detail {
-
-/// Continued fraction of the incomplete beta function (modified Lentz). Converges quickly for
-/// x < (a + 1) / (a + b + 2); takes O(sqrt(max(a, b))) terms.
-inline double beta_continued_fraction(double a, double b, double x, bool& converged) {
-  constexpr double tiny = 1e-300, eps = 1e-16;
-  const double qab = a + b, qap = a + 1, qam = a - 1;
-  double c = 1, d = 1 - qab * x / qap;
-  if (std::fabs(d) < tiny) d = tiny;
-  d = 1 / d;
-  double h = d;
-  converged = false;
-  for (int m = 1; m <= 2000000; ++m) {
-    const double m2 = 2.0 * m;
-    double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-    d = 1 + aa * d;
-    if (std::fabs(d) < tiny) d = tiny;
-    c = 1 + aa / c;
-    if (std::fabs(c) < tiny) c = tiny;
-    d = 1 / d;
-    h *= d * c;
-    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-    d = 1 + aa * d;
-    if (std::fabs(d) < tiny) d = tiny;
-    c = 1 + aa / c;
-    if (std::fabs(c) < tiny) c = tiny;
-    d = 1 / d;
-    const double del = d * c;
-    h *= del;
-    if (std::fabs(del - 1) < eps) { converged = true; break; }
-  }
-  return h;
-}
-
-}  // namespace detail
-
-/// Regularized incomplete beta I_x(a, b) for a, b > 0, 0 <= x <= 1; `one_minus_x` is 1 - x computed
-/// by the caller without cancellation. Returns NaN if the continued fraction does not converge.
-inline double regularized_incomplete_beta(double a, double b, double x, double one_minus_x) {
-  if (x <= 0) return 0;
-  if (one_minus_x <= 0) return 1;
-  const double log_front = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
-                           b * std::log(one_minus_x);
-  const double front = std::exp(log_front);
-  bool ok = false;
-  if (x < (a + 1) / (a + b + 2)) {
-    const double cf = detail::beta_continued_fraction(a, b, x, ok);
-    return ok ? front * cf / a : std::numeric_limits<double>::quiet_NaN();
-  }
-  const double cf = detail::beta_continued_fraction(b, a, one_minus_x, ok);
-  return ok ? 1 - front * cf / b : std::numeric_limits<double>::quiet_NaN();
-}
-
-/// Two-sided tail probability P(|T| >= |t|) of Student's t with `df` > 0 degrees of freedom:
-/// I_{df/(df+t^2)}(df/2, 1/2). Above 1e7 degrees of freedom the normal tail erfc(|t|/sqrt 2) is
-/// used; its relative difference from the t tail is about (t^4 + t^2) / (4 df) there, under 4e-5
-/// for |t| <= 6 (lgamma of arguments that large would lose more). Infinite |t| gives 0; NaN, NaN.
-inline double student_t_two_sided_p(double t, double df) {
-  if (std::isnan(t) || !(df > 0)) return std::numeric_limits<double>::quiet_NaN();
-  if (std::isinf(t)) return 0;
-  if (df > 1e7) return std::erfc(std::fabs(t) / std::sqrt(2.0));
-  const double t2 = t * t;
-  return regularized_incomplete_beta(df / 2, 0.5, df / (df + t2), t2 / (df + t2));
-}
+/// The regularized incomplete beta I_x(a, b) (`one_minus_x` = 1 − x without cancellation; NaN if
+/// the continued fraction does not converge) and the two-sided Student-t tail P(|T| >= |t|) with
+/// `df` > 0 degrees of freedom (infinite |t| gives 0; NaN, NaN). One implementation for the
+/// library and these tests: the core's (tiebreak/stats/incomplete_beta.hpp, accuracy stated there).
+using tiebreak::regularized_incomplete_beta;
+using tiebreak::student_t_two_sided_p;
 
 /// Tests whether a sample of signed errors has mean zero.
 ///

@@ -120,8 +120,8 @@ struct audit_report {
 /// characters `\xhh` (as Python's "backslashreplace"): file paths are bytes, JSON text is UTF-8.
 [[nodiscard]] std::string json_safe_text(std::string_view s);
 
-/// The report as JSON (schema report_schema, documented in docs/audit.md). Non-finite numbers → null;
-/// `source` through json_safe_text.
+/// The report as JSON (schema report_schema, documented in docs/audit.md). Non-finite numbers → the
+/// strings "inf", "-inf", "nan" (io::json_number, docs/json.md); `source` through json_safe_text.
 [[nodiscard]] nlohmann::json to_json(const audit_report& r);
 
 /// A Markdown summary: one table row per head, then the verdict line.
