@@ -10,7 +10,7 @@ or shared-memory store, so an entry without any store is such a vanished kernel.
 
     tools/ptx-check.py [--allow REGEX]... FILE.ptx...
         exit 0: every entry stores (or its name matches an --allow pattern: kernels empty on
-        purpose, like the availability probe in cuda/src/device.cu); 1: names the empty ones
+        purpose, like the availability check in cuda/src/device.cu); 1: names the empty ones
 """
 import re
 import sys

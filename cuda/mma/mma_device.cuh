@@ -219,7 +219,7 @@ __device__ __forceinline__ void exec_unit(unit_smem<I>& s, wgmma_ops_smem& ops, 
   unit_sync(T::unit_threads);
 }
 
-/// Probe kernel: tile t of the global arrays per unit, grid-stride.
+/// Identification kernel: tile t of the global arrays per unit, grid-stride.
 template <mma_instr I>
 __global__ void __launch_bounds__(128) run_tiles_kernel(std::size_t count, const std::uint32_t* A,
                                                         const std::uint32_t* B, const std::uint32_t* C,

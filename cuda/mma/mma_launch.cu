@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Non-template launchers of the tensor-core probes, validation and GEMM (tiebreak/gpu/mma.hpp).
+/// @file Non-template launchers of the tensor-core identification experiments, validation and GEMM (tiebreak/gpu/mma.hpp).
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file device_available(): a runtime probe that never throws.
+/// @file device_available(): a runtime availability check that never throws.
 #include <string>
 
 #include <cuda_runtime.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file The launchers' CUDA plumbing, once for cuda/: error check, device buffer, availability probe.
+/// @file The launchers' CUDA plumbing, once for cuda/: error check, device buffer, availability check.
 ///
 /// For the .cu files behind the public launchers (cuda/src, cuda/mma, cuda/reference) and the GPU
 /// tests; not a user API (namespace detail). Header-only on purpose: the f64 reference's objects

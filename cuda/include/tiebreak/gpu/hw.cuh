@@ -4,7 +4,7 @@
 /// Intrinsics are used where CUDA has one (that is what users call); inline PTX where it has none.
 /// Each asm statement is `volatile`-free and has no memory clobber: it is a pure function of its
 /// inputs, so the compiler may schedule it but cannot merge it with the core's integer code.
-/// Compiled with --fmad=false; the single-instruction probes leave nothing to contract, and the
+/// Compiled with --fmad=false; the single-instruction kernels leave nothing to contract, and the
 /// SASS actually tested is listed in docs/hardware.md (tools/device-check.sh dumps it).
 #pragma once
 
@@ -17,7 +17,7 @@
 #include "tiebreak/emu/instr_table.hpp"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#error "tiebreak GPU probes need sm_90 (cvt.rm/rp.bf16.f32, cvt.rn/rz.tf32.f32, add.rn.bf16)"
+#error "tiebreak GPU instruction kernels need sm_90 (cvt.rm/rp.bf16.f32, cvt.rn/rz.tf32.f32, add.rn.bf16)"
 #endif
 
 namespace tiebreak::gpu::hw {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Launchers of the tensor-core probes, the model validation and the MMA GEMM (plain C++).
+/// @file Launchers of the tensor-core identification experiments, the model validation and the MMA GEMM (plain C++).
 ///
 /// Every encoding crosses this interface in a std::uint32_t container whatever its format (bf16,
 /// f16, e4m3, e5m2 in the low bits; tf32 and f32 as the f32 bit pattern). Matrices are row-major.
@@ -18,7 +18,7 @@ namespace tiebreak::gpu {
 /// for wgmma). Never throws; false without a driver or GPU.
 bool mma_available(emu::mma_instr i) noexcept;
 
-/// "NVIDIA H200 (sm_90)" or the reason no GPU can run the probes.
+/// "NVIDIA H200 (sm_90)" or the reason no GPU can run the experiments.
 std::string mma_device_description();
 
 /// How the wgmma shared-memory descriptors name the two core-matrix strides (the probe's layout
