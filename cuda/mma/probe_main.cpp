@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "tiebreak/emu/mma.hpp"
-#include "tiebreak/emu/mma_gemm.hpp"
+#include "tiebreak/host/emu_gemm.hpp"
 #include "tiebreak/emu/mma_gen.hpp"
 #include "tiebreak/emu/mma_probe.hpp"
 #include "tiebreak/gpu/mma.hpp"

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Tests of the emulated GEMM and dot product (include/tiebreak/emu/mma_gemm.hpp).
+/// @file Tests of the emulated GEMM and dot product (src/host/include/tiebreak/host/emu_gemm.hpp).
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "tiebreak/emu/mma_gemm.hpp"
+#include "tiebreak/host/emu_gemm.hpp"
 #include "tiebreak/emu/mma_gen.hpp"
 
 namespace {
@@ -81,7 +81,7 @@ TEST(MmaGemm, GenericModelAndAliasing) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The fast path (mma_gemm.hpp, emu::detail::gemm_*) against the general model, zero tolerance.
+// The fast path (emu_gemm.hpp, emu::detail::gemm_*) against the general model, zero tolerance.
 // ---------------------------------------------------------------------------------------------
 
 std::vector<gemm_kernel> kernels() {
