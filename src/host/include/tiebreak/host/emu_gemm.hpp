@@ -14,7 +14,8 @@
 /// product onto the grid and adds it in 32-bit lanes, and one normalisation per element. Any chunk
 /// with a NaN or Inf among its operands, or in C, is computed by mma_dot itself (the general model);
 /// a model the fast path does not cover runs mma_dot everywhere. tests/mma/mma_gemm_test.cpp proves
-/// every path bit-identical to mma_dot element by element. Host only (std::vector, GCC vectors).
+/// every path bit-identical to mma_dot element by element. Host only (std::vector, GCC vectors);
+/// part of tiebreak::host, which compiles gemm on 32-bit encodings (src/host/lib/emu_gemm.cpp).
 #pragma once
 
 #include <cstddef>
@@ -681,15 +682,12 @@ void gemm(const mma_model& m, int M, int N, int K, const TA* A, const TB* B, con
   detail::gemm_fast_portable(m, p, t, A, B, C, D);
 }
 
-#if defined(TIEBREAK_EMU_GEMM_PREBUILT)
-// Targets that link tiebreak::host get this definition: the library compiles gemm on 32-bit
-// encodings once (src/host/lib/emu_gemm.cpp). Its eight table models, each inlined into its own loop,
-// took 1.5-3 min of compile time in every file that used gemm. Without the macro (the core used
-// alone, header-only) every translation unit instantiates it as usual.
+// The library compiles gemm on 32-bit encodings once (src/host/lib/emu_gemm.cpp): its eight table
+// models, each inlined into its own loop, took 1.5-3 min of compile time in every file that used
+// gemm. Other encoding types are instantiated where they are used.
 extern template void gemm<std::uint32_t, std::uint32_t, std::uint32_t>(const mma_model&, int, int, int,
                                                                        const std::uint32_t*, const std::uint32_t*,
                                                                        const std::uint32_t*, std::uint32_t*,
                                                                        gemm_kernel);
-#endif
 
 }  // namespace tiebreak::emu
