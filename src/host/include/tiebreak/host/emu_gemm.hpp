@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file Emulated dot product and GEMM built on the MMA instruction model (host).
+/// @file Emulated dot product and GEMM built on the MMA instruction model (host library).
 ///
 /// The tile order is the one of the CUDA GEMM kernel in cuda/mma (tiebreak::gpu::mma_gemm): every
 /// output element starts from C and takes one instruction per chunk of m.k along K, the chunks in
@@ -8,15 +8,27 @@
 /// wherever the model is (tests/mma/gpu/mma_gpu_test.cpp checks it on the device).
 ///
 /// Speed (docs/tensor-cores.md, "Emulated GEMM speed"): models of the sm_90 shape (one fused step,
-/// nominal alignment with rz truncation, positive zeros, no FTZ) take a fast path. It decodes A and
-/// B once into (signed significand, lsb exponent) tables and computes one instruction for 8 output
-/// columns at a time: one pass for the reference exponent, one pass that truncates each exact
-/// product onto the grid and adds it in 32-bit lanes, and one normalisation per element. Any chunk
-/// with a NaN or Inf among its operands, or in C, is computed by mma_dot itself (the general model);
-/// a model the fast path does not cover runs mma_dot everywhere. tests/mma/mma_gemm_test.cpp proves
-/// every path bit-identical to mma_dot element by element. Host only (std::vector, GCC vectors);
-/// part of tiebreak::host, which compiles gemm on 32-bit encodings (src/host/lib/emu_gemm.cpp).
+/// nominal alignment with rz truncation, positive zeros, no FTZ) take a fast path, written once for
+/// L lanes (L output columns side by side, GCC vector extensions) and instantiated with L = 8 for
+/// emu::gemm (one ymm register under AVX2) and L = 1 for emu::dot and gemm_kernel::fast_scalar.
+/// It has three parts, each pinned to the core lane by lane in tests/mma/mma_gemm_test.cpp:
+///
+///   gemm_decode    an encoding -> (signed significand, lsb exponent)      = mma_decode (unpack)
+///   gemm_products  the reference exponent, and the exact products truncated onto the grid and
+///                  summed in 32-bit lanes                                  (whole GEMMs vs mma_dot)
+///   gemm_finish    C truncated onto the grid (= round_pack rz onto the grid), added, and
+///                  gemm_round: the normalisation into acc_fmt and the map into c_fmt
+///                                                       = round_pack under step_round, then convert
+///
+/// Any chunk with a NaN or Inf among its operands, or in C, is computed by mma_dot itself (the
+/// general model); a model the fast path does not cover runs mma_dot everywhere. The same tests
+/// prove every kernel bit-identical to mma_dot element by element. Host only (std::vector, GCC
+/// vectors); part of tiebreak::host, which compiles gemm on 32-bit encodings (src/host/lib/emu_gemm.cpp).
 #pragma once
+
+#if !defined(__GNUC__)
+#error "tiebreak/host/emu_gemm.hpp needs GCC or Clang (vector extensions)"
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -27,12 +39,13 @@
 namespace tiebreak::emu {
 
 /// Which implementation emu::gemm and emu::dot use; `automatic` picks the fastest one that covers
-/// the model on this CPU. The others exist so the tests can pin each path against mma_dot.
+/// the model on this CPU. The others exist so that the tests pin each one against mma_dot.
 enum class gemm_kernel : std::uint8_t {
   automatic,
   general,      ///< mma_dot_with on operands decoded once (every model)
-  fast_scalar,  ///< the fast path in portable code (sm_90-shaped models; others: general)
-  fast_avx2,    ///< the fast path with AVX2 (x86-64 with GCC or Clang; elsewhere: fast_scalar)
+  fast_scalar,  ///< the fast path, 1 lane (sm_90-shaped models; others: general)
+  fast_vector,  ///< the fast path, 8 lanes in the baseline instruction set
+  fast_avx2,    ///< the fast path, 8 lanes compiled for AVX2 (x86 CPUs with AVX2; elsewhere: fast_vector)
 };
 
 namespace detail {
@@ -51,20 +64,41 @@ namespace detail {
 // Rm = R - man_sum: floor(|p_t| 2^(r_t - g)) = (|a_t 2^S| |b_t|) >> (Rm - r_t), and Rm - r_t >= 0
 // for every product, so one right shift of the exact integer product (pre-shifted by S through A's
 // table) does the truncation. |a_t 2^S b_t| < 2^31 / k (checked per model): the k products add in
-// 32-bit lanes without overflow; C is added in 64 bits in the normalisation.
+// 32-bit lanes without overflow, and with C on the grid (< 2^(align + 1) <= 2^31) the total's
+// magnitude stays below 2^32.
 // ---------------------------------------------------------------------------------------------
 
 /// Exponent given to zero (and special) operands: far below every real one, so it never wins the
 /// maximum and its shift flushes the (zero) product.
 inline constexpr std::int32_t gemm_zero_exp = -(1 << 24);
 
+/// L lanes of 32-bit integers (L = 1: a plain register; L = 8: one ymm register under AVX2, pairs
+/// of xmm otherwise). Comparisons give -1 (true) or 0 per lane; `?:` selects per lane. The
+/// functions below take and return them by reference: no 32-byte vector crosses a function
+/// boundary, so the code needs no AVX calling convention (-Wpsabi) wherever it is compiled.
+template <int L>
+struct gemm_vec;
+template <>
+struct gemm_vec<1> {
+  using i32 = std::int32_t __attribute__((vector_size(4)));
+  using u32 = std::uint32_t __attribute__((vector_size(4)));
+  using f32 = float __attribute__((vector_size(4)));
+};
+template <>
+struct gemm_vec<8> {
+  using i32 = std::int32_t __attribute__((vector_size(32)));
+  using u32 = std::uint32_t __attribute__((vector_size(32)));
+  using f32 = float __attribute__((vector_size(32)));
+};
+
 /// Decoding constants of one operand format (ieee, fn_nan or finite; any pad).
 struct gemm_fmt {
   int man = 0, pad = 0, sign_shift = 0;
   std::uint32_t efmax = 0, fmask = 0;
-  std::int32_t normal_off = 0;  ///< lsb exponent = exp field + normal_off (normal numbers)
-  std::int32_t sub_exp = 0;     ///< lsb exponent of subnormals
-  special_style special = special_style::ieee;
+  std::uint32_t special_ef = 0;    ///< exponent field of Inf and NaN (never matches in finite formats)
+  std::uint32_t special_frac = 0;  ///< fraction bits that must all be set too (fn_nan: all of them)
+  std::int32_t normal_off = 0;     ///< lsb exponent = exp field + normal_off (normal numbers)
+  std::int32_t sub_exp = 0;        ///< lsb exponent of subnormals
   bool daz = false;
 };
 
@@ -75,40 +109,52 @@ constexpr gemm_fmt gemm_fmt_of(const format_desc& f, bool daz) noexcept {
   r.sign_shift = f.exp_bits + f.man_bits + f.pad;
   r.efmax = static_cast<std::uint32_t>(f.exp_field_max());
   r.fmask = static_cast<std::uint32_t>(f.frac_mask());
+  r.special_ef = f.special == special_style::finite ? ~std::uint32_t{0} : r.efmax;
+  r.special_frac = f.special == special_style::fn_nan ? r.fmask : 0u;
   r.normal_off = -f.bias - f.man_bits;
   r.sub_exp = f.emin() - f.man_bits;
-  r.special = f.special;
   r.daz = daz;
   return r;
 }
 
-/// A decoded operand of the fast path: the value is sig * 2^exp; zeros have sig 0 and exp
-/// gemm_zero_exp; `special` marks Inf and NaN (sig 0, exp gemm_zero_exp). The same value as
-/// mma_decode (tests: MmaGemmFast.DecodeEqualsMmaDecode).
+/// Decoded operands of L lanes: the value is sig * 2^exp; zeros have sig 0 and exp gemm_zero_exp;
+/// `special` is -1 for Inf and NaN (sig 0, exp gemm_zero_exp: the general path recomputes them).
+template <int L>
+struct gemm_dec {
+  typename gemm_vec<L>::i32 sig, exp, special;
+};
+
+/// The one decoder of the fast path (A's and B's tables, C, emu::dot): the same value as
+/// mma_decode (tests: MmaGemmFast.DecodeEqualsMmaDecode, every encoding of the 8- and 16-bit
+/// formats). Precondition: the format's storage fits 32 bits.
+template <int L>
+TIEBREAK_FORCEINLINE void gemm_decode(const gemm_fmt& f, const typename gemm_vec<L>::u32& bits, gemm_dec<L>& d) noexcept {
+  using V = typename gemm_vec<L>::i32;
+  using U = typename gemm_vec<L>::u32;
+  const U ef = (bits >> (f.man + f.pad)) & f.efmax;
+  const U frac = (bits >> f.pad) & f.fmask;
+  d.special = (ef == f.special_ef) & ((frac & f.special_frac) == f.special_frac);
+  const V sub = ef == 0u;
+  V sig = sub ? (f.daz ? V{} : (V)frac) : (V)(frac | (std::uint32_t{1} << f.man));
+  sig = d.special ? V{} : sig;
+  const V zero = sig == 0;
+  d.exp = zero ? V{} + gemm_zero_exp : (sub ? V{} + f.sub_exp : (V)ef + f.normal_off);
+  const V neg = ((bits >> f.sign_shift) & 1u) != 0u;
+  d.sig = neg ? -sig : sig;
+}
+
+/// One decoded operand (gemm_decode on one lane).
 struct gemm_val {
   std::int32_t sig;
   std::int32_t exp;
   bool special;
 };
 
-TIEBREAK_FORCEINLINE gemm_val gemm_decode(const gemm_fmt& f, std::uint64_t bits) noexcept {
-  const bool neg = ((bits >> f.sign_shift) & 1u) != 0;
-  const auto ef = static_cast<std::uint32_t>(bits >> (f.man + f.pad)) & f.efmax;
-  const auto frac = static_cast<std::uint32_t>(bits >> f.pad) & f.fmask;
-  std::int32_t sig;
-  std::int32_t exp;
-  if (ef == 0) {
-    if (frac == 0 || f.daz) return {0, gemm_zero_exp, false};
-    sig = static_cast<std::int32_t>(frac);
-    exp = f.sub_exp;
-  } else if (ef == f.efmax && (f.special == special_style::ieee ||
-                               (f.special == special_style::fn_nan && frac == f.fmask))) {
-    return {0, gemm_zero_exp, true};  // Inf or NaN
-  } else {
-    sig = static_cast<std::int32_t>(frac | (std::uint32_t{1} << f.man));
-    exp = static_cast<std::int32_t>(ef) + f.normal_off;
-  }
-  return {neg ? -sig : sig, exp, false};
+TIEBREAK_FORCEINLINE gemm_val gemm_decode_one(const gemm_fmt& f, std::uint64_t bits) noexcept {
+  const typename gemm_vec<1>::u32 b = {static_cast<std::uint32_t>(bits)};
+  gemm_dec<1> d;
+  gemm_decode<1>(f, b, d);
+  return {d.sig[0], d.exp[0], d.special[0] != 0};
 }
 
 /// What the fast path needs of a covered model.
@@ -123,7 +169,7 @@ struct gemm_fast_plan {
   // (sign << c_sign_shift) | (magnitude << out_shift) (exact: acc_fmt == c_fmt, or acc_fmt is
   // mma_acc_format(P) and c_fmt f32, whose every value f32 holds).
   int acc_man = 0, acc_emin = 0;
-  std::uint64_t acc_inf = 0;  ///< magnitude encoding of Inf in acc_fmt
+  std::uint32_t acc_inf = 0;  ///< magnitude encoding of Inf in acc_fmt
   int out_shift = 0, c_sign_shift = 0;
   bool rne = false;           ///< step_round rne (else rz)
   bool overflow_to_inf = false;
@@ -159,7 +205,7 @@ constexpr bool gemm_fast_plan_of(const mma_model& m, gemm_fast_plan& p) noexcept
   p.align = m.align_bits;
   p.acc_man = m.acc_fmt.man_bits;
   p.acc_emin = m.acc_fmt.emin();
-  p.acc_inf = m.acc_fmt.exp_field_max() << m.acc_fmt.man_bits;
+  p.acc_inf = static_cast<std::uint32_t>(m.acc_fmt.exp_field_max() << m.acc_fmt.man_bits);
   p.out_shift = m.c_fmt.man_bits - m.acc_fmt.man_bits;
   p.c_sign_shift = m.c_fmt.exp_bits + m.c_fmt.man_bits;
   p.rne = m.step_round == round_mode::rne;
@@ -177,60 +223,148 @@ static_assert(gemm_fast_covers(mma_models[0].model) && gemm_fast_covers(mma_mode
               gemm_fast_covers(mma_models[6].model) && gemm_fast_covers(mma_models[7].model),
               "every sm_90 instruction takes the fast path");
 
-/// round_pack of (-1)^neg * mag * 2^g into acc_fmt under rz or rne (no FTZ), then the model's
-/// overflow_to_inf and positive_zero, then the exact map into c_fmt. Precondition: 0 < mag < 2^62.
-///   normal   (e = msb + g >= emin): drop msb - P bits; the encoding is ((e - emin) << P) + sig, the
-///            implicit bit carrying into the exponent field (a round-up to 2^(P+1) carries too)
-///   subnormal: drop (emin - P) - g bits; the encoding is sig (a round-up to 2^P is the min normal)
-///   overflow: encoding >= Inf's: rne -> Inf; rz -> max finite, or Inf under overflow_to_inf
-/// (tests: MmaGemmFast.RoundEqualsRoundPack).
-TIEBREAK_FORCEINLINE std::uint32_t gemm_round(const gemm_fast_plan& p, bool neg, std::uint64_t mag, int g) noexcept {
-  const int msb = msb_of(mag);
-  const int e = msb + g;
-  const bool normal = e >= p.acc_emin;
-  const int drop = normal ? msb - p.acc_man : p.acc_emin - p.acc_man - g;
-  std::uint64_t sig;
-  if (drop <= 0) {
-    sig = mag << -drop;
-  } else if (drop > 63) {
-    sig = 0;  // mag < 2^62 <= half an ulp: rz and rne both give 0
-  } else {
-    sig = mag >> drop;
-    if (p.rne) {
-      const std::uint64_t rem = mag & ((std::uint64_t{1} << drop) - 1), half = std::uint64_t{1} << (drop - 1);
-      sig += (rem > half || (rem == half && (sig & 1u) != 0)) ? 1u : 0u;
-    }
-  }
-  std::uint64_t bits = normal ? (static_cast<std::uint64_t>(e - p.acc_emin) << p.acc_man) + sig : sig;
-  if (bits >= p.acc_inf) bits = (p.rne || p.overflow_to_inf) ? p.acc_inf : p.acc_inf - 1;
-  if (bits == 0) return 0;  // positive_zero
-  return (neg ? std::uint32_t{1} << p.c_sign_shift : 0u) | static_cast<std::uint32_t>(bits << p.out_shift);
+/// A's table entry: the decoded operand with its significand pre-shifted by S (exact: checked by
+/// gemm_fast_plan_of).
+TIEBREAK_FORCEINLINE gemm_val gemm_decode_a(const gemm_fast_plan& p, std::uint64_t bits) noexcept {
+  gemm_val v = gemm_decode_one(p.a, bits);
+  v.sig *= std::int32_t{1} << p.shift;
+  return v;
 }
 
-/// One instruction's result from the lanes' exact product sum `acc` (units of 2^g), Rm = R -
-/// man_sum and the decoded C: adds C truncated onto the grid, then gemm_round.
-TIEBREAK_FORCEINLINE std::uint32_t gemm_finish(const gemm_fast_plan& p, std::int32_t acc, std::int32_t rm,
-                                               const gemm_val& c) noexcept {
-  const int g = rm + p.man_sum - p.align;
-  std::int64_t total = acc;
-  if (c.sig != 0) {
-    const int sh = c.exp - g;  // <= align - man_c <= 30 (C's reference is at most R)
-    const std::uint64_t mag = static_cast<std::uint64_t>(c.sig < 0 ? -static_cast<std::int64_t>(c.sig) : c.sig);
-    const std::uint64_t v = sh >= 0 ? mag << sh : (-sh > 63 ? 0 : mag >> -sh);
-    total += c.sig < 0 ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
-  }
-  if (total == 0) return 0;  // exact cancellation or all zero: +0 (positive_zero)
-  const bool neg = total < 0;
-  return gemm_round(p, neg, static_cast<std::uint64_t>(neg ? -total : total), g);
+/// The msb of each lane (any 32-bit value; 0 gives a negative number): two exact int -> float
+/// conversions of the halves, whose exponent fields are the msb.
+template <int L>
+TIEBREAK_FORCEINLINE void gemm_msb(const typename gemm_vec<L>::u32& x, typename gemm_vec<L>::i32& msb) noexcept {
+  using V = typename gemm_vec<L>::i32;
+  using F = typename gemm_vec<L>::f32;
+  const F fh = __builtin_convertvector((V)(x >> 16), F);
+  const F fl = __builtin_convertvector((V)(x & 0xffffu), F);
+  const V eh = (((V)fh >> 23) & 0xff) - 127 + 16;
+  const V el = (((V)fl >> 23) & 0xff) - 127;
+  msb = (x >> 16) != 0u ? eh : el;
 }
 
-/// C's reference exponent minus man_sum, as the first pass compares it with the products'.
-TIEBREAK_FORCEINLINE std::int32_t gemm_c_ref(const gemm_fast_plan& p, const gemm_val& c) noexcept {
-  return c.sig != 0 ? c.exp + p.man_c - p.man_sum : gemm_zero_exp;
+/// The normalisation of one instruction, lane by lane: (-1)^neg * mag * 2^g rounded into acc_fmt
+/// by round_pack under step_round (rz or rne, no FTZ), then the model's overflow_to_inf and
+/// positive_zero, then the exact map into c_fmt. `neg` is -1 or 0 per lane; mag == 0 gives +0.
+/// Preconditions: |g| < 2^30. The cases, with e = msb(mag) + g and P = acc_man:
+///
+///   | case      | condition    | bits dropped (d)  | encoding                                      |
+///   | normal    | e >= emin    | msb - P           | ((e - emin) << P) + kept; a round-up to       |
+///   |           |              |                   | 2^(P+1) carries into the exponent field       |
+///   | subnormal | e < emin     | (emin - P) - g    | kept; a round-up to 2^P is the min normal     |
+///   | overflow  | encoding >= Inf's                | rne -> Inf; rz -> max finite, or Inf under    |
+///   |           |                                  | overflow_to_inf                               |
+///
+/// kept = mag >> d (d <= 0: mag << -d, exact); rne adds 1 when the guard bit (bit d - 1) is set
+/// and the bits below it or kept's lsb are (ties to even); d > 32 leaves nothing (mag < 2^32 is
+/// below half an ulp), so both modes give zero. Tests: MmaGemmFast.RoundTable (hand-checked edge
+/// cases) and MmaGemmFast.RoundEqualsRoundPack (sweeps and 2^24 random lanes, each lane's bits
+/// against round_pack, for L = 1 and L = 8).
+template <int L>
+TIEBREAK_FORCEINLINE void gemm_round(const gemm_fast_plan& p, const typename gemm_vec<L>::i32& neg,
+                                     const typename gemm_vec<L>::u32& mag, const typename gemm_vec<L>::i32& g,
+                                     typename gemm_vec<L>::u32& out) noexcept {
+  using V = typename gemm_vec<L>::i32;
+  using U = typename gemm_vec<L>::u32;
+  V msb;
+  gemm_msb<L>(mag, msb);
+  const V e = msb + g;
+  const V normal = e >= p.acc_emin;
+  const V d = normal ? msb - p.acc_man : (p.acc_emin - p.acc_man) - g;
+  // Shift counts clamped into [0, 31]: the lanes outside are selected away below.
+  const V dg = d - 1;                                                // the guard bit's position
+  const U dgc = (U)(dg < 0 ? V{} : (dg > 31 ? V{} + 31 : dg));
+  const V nd = -d;
+  const U up = mag << (U)(nd < 0 ? V{} : (nd > 31 ? V{} + 31 : nd));  // d <= 0: -d <= P, exact
+  const U t = mag >> dgc;                                             // kept bits and the guard bit
+  const V in = (d > 0) & (d <= 32);
+  U kept = d <= 0 ? up : (in ? t >> 1u : U{});
+  if (p.rne) {
+    const V guard = (t & 1u) != 0u;
+    const V sticky = (mag & ((((U){} + 1u) << dgc) - 1u)) != 0u;
+    const V odd = (kept & 1u) != 0u;
+    kept += (U)(in & guard & (sticky | odd)) & 1u;
+  }
+  const auto efmax = static_cast<std::int32_t>(p.acc_inf >> p.acc_man);
+  const V ef0 = e - p.acc_emin;
+  const U ef = (U)(ef0 > efmax ? V{} + efmax : ef0);  // beyond: overflow either way
+  U bits = normal ? (ef << p.acc_man) + kept : kept;
+  const std::uint32_t ovf_bits = (p.rne || p.overflow_to_inf) ? p.acc_inf : p.acc_inf - 1;
+  bits = bits >= p.acc_inf ? U{} + ovf_bits : bits;
+  const U res = (bits << p.out_shift) | ((U)neg & (std::uint32_t{1} << p.c_sign_shift));
+  out = ((bits == 0u) | (mag == 0u)) ? U{} : res;  // positive_zero
+}
+
+/// C's reference exponent minus man_sum, as gemm_products compares it with the products'.
+template <int L>
+TIEBREAK_FORCEINLINE void gemm_c_ref(const gemm_fast_plan& p, const gemm_dec<L>& c, typename gemm_vec<L>::i32& ref) noexcept {
+  using V = typename gemm_vec<L>::i32;
+  ref = c.sig == 0 ? V{} + gemm_zero_exp : c.exp + (p.man_c - p.man_sum);
+}
+
+/// The two passes of one instruction for L lanes: rm = max(C's reference, max_t r_t) and acc =
+/// sum_t truncated products. `as`, `ae`: the chunk of A's row (one value for every lane); `bs`,
+/// `be`: the chunk of B's block, [t][lane].
+template <int L, int KC>
+TIEBREAK_FORCEINLINE void gemm_products(int kc, const std::int32_t* as, const std::int32_t* ae, const std::int32_t* bs,
+                                        const std::int32_t* be, const typename gemm_vec<L>::i32& cref,
+                                        typename gemm_vec<L>::i32& acc, typename gemm_vec<L>::i32& rm) noexcept {
+  using V = typename gemm_vec<L>::i32;
+  using U = typename gemm_vec<L>::u32;
+  const int k = KC > 0 ? KC : kc;
+  V mx = cref;
+  for (int t = 0; t < k; ++t) {
+    V eb;
+    __builtin_memcpy(&eb, be + L * t, sizeof eb);
+    const V e = eb + ae[t];
+    mx = e > mx ? e : mx;
+  }
+  V sum = {};
+  for (int t = 0; t < k; ++t) {
+    V eb, sb;
+    __builtin_memcpy(&eb, be + L * t, sizeof eb);
+    __builtin_memcpy(&sb, bs + L * t, sizeof sb);
+    const V d0 = mx - (eb + ae[t]);  // >= 0: mx is the maximum
+    const V d = d0 < 31 ? d0 : 31;   // the pre-shifted product is < 2^31: >> 31 flushes it
+    const V prod = sb * as[t];       // exact: |prod| < 2^31 / k
+    const V mag = prod < 0 ? -prod : prod;
+    const V tr = (V)((U)mag >> (U)d);
+    sum += prod < 0 ? -tr : tr;
+  }
+  acc = sum;
+  rm = mx;
+}
+
+/// One instruction's result from gemm_products' `acc` (units of 2^g) and `rm` = R - man_sum, and
+/// the decoded C: C truncated onto the grid (rz, as mma_align_add), added, then gemm_round.
+/// Precondition: C's reference is at most R (gemm_products took it into rm).
+template <int L>
+TIEBREAK_FORCEINLINE void gemm_finish(const gemm_fast_plan& p, const typename gemm_vec<L>::i32& acc,
+                                      const typename gemm_vec<L>::i32& rm, const gemm_dec<L>& c,
+                                      typename gemm_vec<L>::u32& out) noexcept {
+  using V = typename gemm_vec<L>::i32;
+  using U = typename gemm_vec<L>::u32;
+  const V g = rm + (p.man_sum - p.align);
+  // C truncated onto the grid: |C| 2^(ec - g) < 2^(align + 1) <= 2^31 (C's reference is at most R).
+  const V sh = c.exp - g;
+  const U cm = (U)(c.sig < 0 ? -c.sig : c.sig);
+  const U cup = cm << (U)(sh > 0 ? sh : 0);
+  const V nsh = -sh;
+  const U cdn = cm >> (U)(nsh > 31 ? 31 : nsh);  // |C| < 2^24: >> 31 flushes it
+  const U ccu = sh >= 0 ? cup : cdn;
+  const U cc = c.sig < 0 ? -ccu : ccu;
+  // total = acc + cc: |total| < 2^31 + 2^31, so its magnitude fits 32 bits; its sign is the
+  // wrapped sum's unless the signed addition overflowed, then acc's.
+  const U su = (U)acc + cc;
+  const V ovf = (((V)su ^ acc) & ((V)su ^ (V)cc)) < 0;
+  const V neg = ovf ? acc < 0 : (V)su < 0;
+  const U mag = neg ? -su : su;
+  gemm_round<L>(p, neg, mag, g, out);
 }
 
 /// Operand tables of the fast GEMM: A row-major with significands pre-shifted by S, B in blocks of
-/// 8 columns ([block][k][lane]), and where the specials are.
+/// L columns ([block][k][lane]), and where the specials are.
 struct gemm_tables {
   int M = 0, N = 0, K = 0, nch = 0, nb = 0;
   std::vector<std::int32_t> as, ae, bs, be;
@@ -238,14 +372,14 @@ struct gemm_tables {
   std::vector<std::uint8_t> b_special;  ///< [block][chunk]: lane mask of columns with an Inf or NaN
 };
 
-template <class TA, class TB>
+template <int L, class TA, class TB>
 void gemm_make_tables(const gemm_fast_plan& p, int M, int N, int K, const TA* A, const TB* B, gemm_tables& t) {
   t.M = M;
   t.N = N;
   t.K = K;
   t.nch = K / p.k;
-  t.nb = (N + 7) / 8;
-  const std::size_t mk = static_cast<std::size_t>(M) * K, bk = static_cast<std::size_t>(t.nb) * K * 8;
+  t.nb = (N + L - 1) / L;
+  const std::size_t mk = static_cast<std::size_t>(M) * K, bk = static_cast<std::size_t>(t.nb) * K * L;
   t.as.assign(mk, 0);
   t.ae.assign(mk, gemm_zero_exp);
   t.bs.assign(bk, 0);
@@ -253,180 +387,66 @@ void gemm_make_tables(const gemm_fast_plan& p, int M, int N, int K, const TA* A,
   t.a_special.assign(static_cast<std::size_t>(M) * t.nch, 0);
   t.b_special.assign(static_cast<std::size_t>(t.nb) * t.nch, 0);
   for (std::size_t i = 0; i < mk; ++i) {
-    const gemm_val v = gemm_decode(p.a, static_cast<std::uint64_t>(A[i]));
-    t.as[i] = v.sig * (std::int32_t{1} << p.shift);
+    const gemm_val v = gemm_decode_a(p, static_cast<std::uint64_t>(A[i]));
+    t.as[i] = v.sig;
     t.ae[i] = v.exp;
     if (v.special) t.a_special[(i / K) * t.nch + (i % K) / p.k] = 1;
   }
   for (int k = 0; k < K; ++k)
     for (int j = 0; j < N; ++j) {
-      const gemm_val v = gemm_decode(p.b, static_cast<std::uint64_t>(B[static_cast<std::size_t>(k) * N + j]));
-      const std::size_t at = (static_cast<std::size_t>(j / 8) * K + k) * 8 + j % 8;
+      const gemm_val v = gemm_decode_one(p.b, static_cast<std::uint64_t>(B[static_cast<std::size_t>(k) * N + j]));
+      const std::size_t at = (static_cast<std::size_t>(j / L) * K + k) * L + j % L;
       t.bs[at] = v.sig;
       t.be[at] = v.exp;
-      if (v.special) t.b_special[static_cast<std::size_t>(j / 8) * t.nch + k / p.k] |= std::uint8_t(1u << (j % 8));
+      if (v.special) t.b_special[static_cast<std::size_t>(j / L) * t.nch + k / p.k] |= std::uint8_t(1u << (j % L));
     }
 }
 
-#if defined(__GNUC__)
-// GCC/Clang vector extensions: one 8-lane vector per block of columns (one ymm register where the
-// code is compiled for AVX2, pairs of xmm otherwise). Every step of gemm_finish and gemm_decode is
-// repeated lane-wise in 32 bits; the bounds that make 32 bits enough are noted at each step. The
-// helpers take and return vectors by reference: no 32-byte vector crosses a function boundary, so
-// the code needs no AVX calling convention (-Wpsabi) wherever it is compiled.
-using gemm_v8 = std::int32_t __attribute__((vector_size(32)));
-using gemm_u8 = std::uint32_t __attribute__((vector_size(32)));
-using gemm_f8 = float __attribute__((vector_size(32)));
-
-/// The decoded C of 8 lanes (gemm_decode of c_fmt, an ieee format without pad): `special` is -1 for
-/// Inf and NaN, whose lanes get sig 0 and gemm_zero_exp (the general path recomputes them).
-struct gemm_c8 {
-  gemm_v8 sig, exp, ref, special;
-};
-
-TIEBREAK_FORCEINLINE void gemm_decode8(const gemm_fast_plan& p, const gemm_u8& bits, gemm_c8& c) noexcept {
-  const gemm_fmt& f = p.c;
-  const gemm_v8 ef = (gemm_v8)((bits >> f.man) & f.efmax);
-  const gemm_v8 frac = (gemm_v8)(bits & f.fmask);
-  const gemm_v8 sub = ef == 0;
-  c.special = ef == static_cast<std::int32_t>(f.efmax);
-  gemm_v8 sig = sub ? (f.daz ? gemm_v8{} : frac) : (frac | (std::int32_t{1} << f.man));
-  sig = c.special ? gemm_v8{} : sig;
-  const gemm_v8 zero = sig == 0;
-  c.exp = zero ? gemm_v8{} + gemm_zero_exp : (sub ? gemm_v8{} + f.sub_exp : ef + f.normal_off);
-  const gemm_v8 neg = (gemm_v8)((bits >> f.sign_shift) & 1u) != 0;
-  c.sig = neg ? -sig : sig;
-  c.ref = zero ? gemm_v8{} + gemm_zero_exp : c.exp + (p.man_c - p.man_sum);
-}
-
-/// msb of each lane (lanes < 2^32; 0 gives a negative value): two exact int -> float conversions.
-TIEBREAK_FORCEINLINE void gemm_msb8(const gemm_u8& x, gemm_v8& msb) noexcept {
-  const gemm_f8 fh = __builtin_convertvector((gemm_v8)(x >> 16), gemm_f8);
-  const gemm_f8 fl = __builtin_convertvector((gemm_v8)(x & 0xffffu), gemm_f8);
-  const gemm_v8 eh = (((gemm_v8)fh >> 23) & 0xff) - 127 + 16;
-  const gemm_v8 el = (((gemm_v8)fl >> 23) & 0xff) - 127;
-  msb = (x >> 16) != 0 ? eh : el;
-}
-
-/// gemm_finish on 8 lanes: acc (the products, |acc| < 2^31), rm and the decoded C.
-TIEBREAK_FORCEINLINE void gemm_finish8(const gemm_fast_plan& p, const gemm_v8& acc, const gemm_v8& rm, const gemm_c8& c,
-                                       gemm_u8& result) noexcept {
-  const gemm_v8 g = rm + (p.man_sum - p.align);
-  // C truncated onto the grid: |C| 2^(ec - g) < 2^(align + 1) <= 2^31 (C's reference is at most R).
-  const gemm_v8 sh = c.exp - g;
-  const gemm_u8 cm = (gemm_u8)(c.sig < 0 ? -c.sig : c.sig);
-  const gemm_u8 up = cm << (gemm_u8)(sh > 0 ? sh : 0);
-  const gemm_v8 nsh = -sh;
-  const gemm_u8 dn = cm >> (gemm_u8)(nsh > 31 ? 31 : nsh);  // |C| < 2^24: >> 31 flushes it
-  const gemm_u8 ccu = sh >= 0 ? up : dn;
-  const gemm_u8 cc = c.sig < 0 ? -ccu : ccu;
-  // total = acc + cc: |total| < 2^31 + 2^26 < 2^32, so its magnitude fits 32 bits; its sign is
-  // the wrapped sum's unless the signed addition overflowed, then acc's.
-  const gemm_u8 su = (gemm_u8)acc + cc;
-  const gemm_v8 ovf = (((gemm_v8)su ^ acc) & ((gemm_v8)su ^ (gemm_v8)cc)) < 0;
-  const gemm_v8 neg = ovf ? acc < 0 : (gemm_v8)su < 0;
-  const gemm_u8 mag = neg ? -su : su;
-  // round_pack into acc_fmt (gemm_round): e <= 2^24-ish, every shift count clamped below 32.
-  gemm_v8 msb;
-  gemm_msb8(mag, msb);
-  const gemm_v8 e = msb + g;
-  const gemm_v8 normal = e >= p.acc_emin;
-  const gemm_v8 drop = normal ? msb - p.acc_man : (p.acc_emin - p.acc_man) - g;
-  const gemm_v8 ndrop = -drop;
-  const gemm_u8 sig_up = mag << (gemm_u8)(ndrop > 0 ? (ndrop > 31 ? 31 : ndrop) : 0);  // drop <= 0: ndrop <= P
-  const gemm_u8 sig_dn = drop > 31 ? gemm_u8{} : mag >> (gemm_u8)(drop > 0 ? (drop > 31 ? 31 : drop) : 0);
-  gemm_u8 sig = drop <= 0 ? sig_up : sig_dn;
-  if (p.rne) {
-    const gemm_v8 dc = drop > 0 ? (drop > 31 ? 31 : drop) : 1;
-    const gemm_u8 half = (gemm_u8{} + 1u) << (gemm_u8)(dc - 1);
-    const gemm_u8 rem = mag & ((half << 1) - 1);
-    const gemm_v8 in = (drop > 0) & (drop <= 31);
-    const gemm_v8 tie_up = (rem > half) | ((rem == half) & ((gemm_v8)(sig & 1u) != 0));
-    const gemm_v8 up32 = (drop == 32) & (mag > 0x80000000u);  // half = 2^31 lies above the lanes' bits
-    sig += (gemm_u8)((in & tie_up) | up32) & 1u;
-  }
-  const gemm_v8 ef0 = e - p.acc_emin;
-  const auto efmax = static_cast<std::int32_t>(p.acc_inf >> p.acc_man);
-  const gemm_u8 ef = (gemm_u8)(ef0 > efmax ? gemm_v8{} + efmax : ef0);  // beyond: overflow either way
-  gemm_u8 bits = normal ? (ef << p.acc_man) + sig : sig;
-  const auto inf = static_cast<std::uint32_t>(p.acc_inf);
-  const std::uint32_t ovf_bits = (p.rne || p.overflow_to_inf) ? inf : inf - 1;
-  bits = bits >= inf ? gemm_u8{} + ovf_bits : bits;
-  const gemm_u8 out = (bits << p.out_shift) | ((gemm_u8)neg & (std::uint32_t{1} << p.c_sign_shift));
-  result = ((bits == 0) | (mag == 0)) ? gemm_u8{} : out;  // positive_zero
-}
-
-/// The two passes of one instruction for 8 lanes: rm = max(C's reference, max_t r_t) and acc =
-/// sum_t truncated products. `as`, `ae`: the chunk of A's row; `bs`, `be`: the chunk of B's block.
-template <int KC>
-TIEBREAK_FORCEINLINE void gemm_lanes8(int kc, const std::int32_t* as, const std::int32_t* ae, const std::int32_t* bs,
-                                      const std::int32_t* be, const gemm_v8& cref, gemm_v8& acc, gemm_v8& rm) noexcept {
-  const int k = KC > 0 ? KC : kc;
-  gemm_v8 mx = cref;
-  for (int t = 0; t < k; ++t) {
-    gemm_v8 eb;
-    __builtin_memcpy(&eb, be + 8 * t, sizeof eb);
-    const gemm_v8 e = eb + ae[t];
-    mx = e > mx ? e : mx;
-  }
-  gemm_v8 sum = {};
-  for (int t = 0; t < k; ++t) {
-    gemm_v8 eb, sb;
-    __builtin_memcpy(&eb, be + 8 * t, sizeof eb);
-    __builtin_memcpy(&sb, bs + 8 * t, sizeof sb);
-    const gemm_v8 d0 = mx - (eb + ae[t]);   // >= 0: mx is the maximum
-    const gemm_v8 d = d0 < 31 ? d0 : 31;    // the pre-shifted product is < 2^31: >> 31 flushes it
-    const gemm_v8 prod = sb * as[t];        // exact: |prod| < 2^31 / k
-    const gemm_v8 mag = prod < 0 ? -prod : prod;
-    const gemm_v8 tr = (gemm_v8)((gemm_u8)mag >> (gemm_u8)d);
-    sum += prod < 0 ? -tr : tr;
-  }
-  acc = sum;
-  rm = mx;
-}
-
-TIEBREAK_FORCEINLINE unsigned gemm_mask8(const gemm_v8& x) noexcept {
-  std::int32_t v[8];
+template <int L>
+TIEBREAK_FORCEINLINE unsigned gemm_mask(const typename gemm_vec<L>::i32& x) noexcept {
+  std::int32_t v[L];
   __builtin_memcpy(v, &x, sizeof v);
   unsigned r = 0;
-  for (int l = 0; l < 8; ++l) r |= v[l] != 0 ? 1u << l : 0u;
+  for (int l = 0; l < L; ++l) r |= v[l] != 0 ? 1u << l : 0u;
   return r;
 }
 
-/// The fast GEMM over every row and column block. Lanes with an Inf or NaN among the chunk's
+/// The fast GEMM over every row and block of L columns. Lanes with an Inf or NaN among the chunk's
 /// operands or in C take mma_dot on the raw encodings.
-template <int KC, class TA, class TB, class TC>
+template <int L, int KC, class TA, class TB, class TC>
 TIEBREAK_FORCEINLINE void gemm_fast_run(const mma_model& m, const gemm_fast_plan& p, const gemm_tables& t,
                                         const TA* A, const TB* B, const TC* C, TC* D) noexcept {
+  using V = typename gemm_vec<L>::i32;
+  using U = typename gemm_vec<L>::u32;
   const int M = t.M, N = t.N, K = t.K, k = p.k;
   for (int jb = 0; jb < t.nb; ++jb) {
-    const int j0 = jb * 8;
-    const int nl = N - j0 < 8 ? N - j0 : 8;
+    const int j0 = jb * L;
+    const int nl = N - j0 < L ? N - j0 : L;
     const unsigned live = (1u << nl) - 1;
-    const std::int32_t* bs = t.bs.data() + static_cast<std::size_t>(jb) * K * 8;
-    const std::int32_t* be = t.be.data() + static_cast<std::size_t>(jb) * K * 8;
+    const std::int32_t* bs = t.bs.data() + static_cast<std::size_t>(jb) * K * L;
+    const std::int32_t* be = t.be.data() + static_cast<std::size_t>(jb) * K * L;
     const std::uint8_t* bsp = t.b_special.data() + static_cast<std::size_t>(jb) * t.nch;
     for (int i = 0; i < M; ++i) {
       const std::int32_t* as = t.as.data() + static_cast<std::size_t>(i) * K;
       const std::int32_t* ae = t.ae.data() + static_cast<std::size_t>(i) * K;
       const std::uint8_t* asp = t.a_special.data() + static_cast<std::size_t>(i) * t.nch;
-      std::uint32_t cb[8];
-      for (int l = 0; l < 8; ++l) cb[l] = l < nl ? static_cast<std::uint32_t>(C[static_cast<std::size_t>(i) * N + j0 + l]) : 0u;
-      gemm_u8 cbits;
+      std::uint32_t cb[L];
+      for (int l = 0; l < L; ++l) cb[l] = l < nl ? static_cast<std::uint32_t>(C[static_cast<std::size_t>(i) * N + j0 + l]) : 0u;
+      U cbits;
       __builtin_memcpy(&cbits, cb, sizeof cbits);
-      gemm_c8 c;
-      gemm_decode8(p, cbits, c);
-      unsigned cspecial = gemm_mask8(c.special);
       for (int ch = 0; ch < t.nch; ++ch) {
         const int k0 = ch * k;
-        gemm_v8 acc, rm;
-        gemm_lanes8<KC>(k, as + k0, ae + k0, bs + static_cast<std::size_t>(k0) * 8, be + static_cast<std::size_t>(k0) * 8,
-                        c.ref, acc, rm);
-        gemm_u8 out;
-        gemm_finish8(p, acc, rm, c, out);
-        const unsigned general = (asp[ch] != 0 ? 0xffu : (bsp[ch] | cspecial)) & live;
+        gemm_dec<L> c;
+        gemm_decode<L>(p.c, cbits, c);
+        V cref, acc, rm;
+        gemm_c_ref<L>(p, c, cref);
+        gemm_products<L, KC>(k, as + k0, ae + k0, bs + static_cast<std::size_t>(k0) * L,
+                             be + static_cast<std::size_t>(k0) * L, cref, acc, rm);
+        U out;
+        gemm_finish<L>(p, acc, rm, c, out);
+        const unsigned general = (asp[ch] != 0 ? 0xffu : (bsp[ch] | gemm_mask<L>(c.special))) & live;
         if (general != 0) {
-          std::uint32_t o[8];
+          std::uint32_t o[L];
           __builtin_memcpy(cb, &cbits, sizeof cb);
           __builtin_memcpy(o, &out, sizeof o);
           for (int l = 0; l < nl; ++l)
@@ -436,148 +456,68 @@ TIEBREAK_FORCEINLINE void gemm_fast_run(const mma_model& m, const gemm_fast_plan
           __builtin_memcpy(&out, o, sizeof out);
         }
         cbits = out;
-        gemm_decode8(p, cbits, c);
-        cspecial = gemm_mask8(c.special);
       }
       __builtin_memcpy(cb, &cbits, sizeof cb);
       for (int l = 0; l < nl; ++l) D[static_cast<std::size_t>(i) * N + j0 + l] = static_cast<TC>(cb[l]);
     }
   }
 }
-#else
-/// The two passes of one instruction for 8 lanes (portable version of gemm_lanes8).
-template <int KC>
-inline void gemm_lanes(int kc, const std::int32_t* as, const std::int32_t* ae, const std::int32_t* bs,
-                       const std::int32_t* be, const std::int32_t* cref, std::int32_t* acc, std::int32_t* rm) noexcept {
-  const int k = KC > 0 ? KC : kc;
-  for (int l = 0; l < 8; ++l) {
-    std::int32_t mx = cref[l];
-    for (int t = 0; t < k; ++t) mx = ae[t] + be[8 * t + l] > mx ? ae[t] + be[8 * t + l] : mx;
-    std::int32_t sum = 0;
-    for (int t = 0; t < k; ++t) {
-      const std::int32_t d = mx - (ae[t] + be[8 * t + l]);
-      const std::int32_t prod = as[t] * bs[8 * t + l];
-      const auto mag = static_cast<std::uint32_t>(prod < 0 ? -prod : prod);
-      const auto tr = static_cast<std::int32_t>(d > 31 ? 0u : mag >> d);
-      sum += prod < 0 ? -tr : tr;
-    }
-    acc[l] = sum;
-    rm[l] = mx;
-  }
-}
 
-
-/// The fast GEMM over every row and column block (portable version). Chunks with specials go
-/// through mma_dot on the raw encodings.
-template <int KC, class TA, class TB, class TC>
-TIEBREAK_FORCEINLINE void gemm_fast_run(const mma_model& m, const gemm_fast_plan& p, const gemm_tables& t,
-                                        const TA* A, const TB* B, const TC* C, TC* D) noexcept {
-  const int M = t.M, N = t.N, K = t.K, k = p.k;
-  for (int jb = 0; jb < t.nb; ++jb) {
-    const int j0 = jb * 8;
-    const int nl = N - j0 < 8 ? N - j0 : 8;
-    const std::int32_t* bs = t.bs.data() + static_cast<std::size_t>(jb) * K * 8;
-    const std::int32_t* be = t.be.data() + static_cast<std::size_t>(jb) * K * 8;
-    const std::uint8_t* bsp = t.b_special.data() + static_cast<std::size_t>(jb) * t.nch;
-    for (int i = 0; i < M; ++i) {
-      const std::int32_t* as = t.as.data() + static_cast<std::size_t>(i) * K;
-      const std::int32_t* ae = t.ae.data() + static_cast<std::size_t>(i) * K;
-      const std::uint8_t* asp = t.a_special.data() + static_cast<std::size_t>(i) * t.nch;
-      alignas(32) std::int32_t cref[8], acc[8], rm[8];
-      std::uint32_t cbits[8];
-      gemm_val cv[8];
-      unsigned cspecial = 0;
-      for (int l = 0; l < 8; ++l) {
-        cbits[l] = l < nl ? static_cast<std::uint32_t>(C[static_cast<std::size_t>(i) * N + j0 + l]) : 0u;
-        cv[l] = gemm_decode(p.c, cbits[l]);
-        cspecial |= cv[l].special ? 1u << l : 0u;
-        cref[l] = gemm_c_ref(p, cv[l]);
-      }
-      for (int ch = 0; ch < t.nch; ++ch) {
-        const int k0 = ch * k;
-        gemm_lanes<KC>(k, as + k0, ae + k0, bs + static_cast<std::size_t>(k0) * 8, be + static_cast<std::size_t>(k0) * 8,
-                       cref, acc, rm);
-        const unsigned general = asp[ch] != 0 ? 0xffu : (bsp[ch] | cspecial);
-        cspecial = 0;
-        for (int l = 0; l < nl; ++l) {
-          if ((general >> l) & 1u) {
-            cbits[l] = static_cast<std::uint32_t>(
-                mma_dot(m, cbits[l], A + static_cast<std::size_t>(i) * K + k0, 1,
-                        B + static_cast<std::size_t>(k0) * N + j0 + l, N).bits);
-          } else {
-            cbits[l] = gemm_finish(p, acc[l], rm[l], cv[l]);
-          }
-          cv[l] = gemm_decode(p.c, cbits[l]);
-          cspecial |= cv[l].special ? 1u << l : 0u;
-          cref[l] = gemm_c_ref(p, cv[l]);
-        }
-      }
-      for (int l = 0; l < nl; ++l) D[static_cast<std::size_t>(i) * N + j0 + l] = static_cast<TC>(cbits[l]);
-    }
-  }
-}
-
-#endif
-
-template <class TA, class TB, class TC>
-void gemm_fast_portable(const mma_model& m, const gemm_fast_plan& p, const gemm_tables& t, const TA* A, const TB* B,
-                        const TC* C, TC* D) noexcept {
+/// gemm_fast_run with k a compile-time constant for the table shapes.
+template <int L, class TA, class TB, class TC>
+TIEBREAK_FORCEINLINE void gemm_fast_k(const mma_model& m, const gemm_fast_plan& p, const gemm_tables& t, const TA* A,
+                                      const TB* B, const TC* C, TC* D) noexcept {
   switch (p.k) {
-    case 8: return gemm_fast_run<8>(m, p, t, A, B, C, D);
-    case 16: return gemm_fast_run<16>(m, p, t, A, B, C, D);
-    case 32: return gemm_fast_run<32>(m, p, t, A, B, C, D);
-    default: return gemm_fast_run<0>(m, p, t, A, B, C, D);
+    case 8: return gemm_fast_run<L, 8>(m, p, t, A, B, C, D);
+    case 16: return gemm_fast_run<L, 16>(m, p, t, A, B, C, D);
+    case 32: return gemm_fast_run<L, 32>(m, p, t, A, B, C, D);
+    default: return gemm_fast_run<L, 0>(m, p, t, A, B, C, D);
   }
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define TIEBREAK_GEMM_AVX2 1
-/// The same source compiled for AVX2 (the 8 lanes are one ymm register).
+/// The fast GEMM in the baseline instruction set.
+template <int L, class TA, class TB, class TC>
+void gemm_fast(const mma_model& m, const gemm_fast_plan& p, const gemm_tables& t, const TA* A, const TB* B,
+               const TC* C, TC* D) noexcept {
+  gemm_fast_k<L>(m, p, t, A, B, C, D);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/// The same source, 8 lanes, compiled for AVX2 (one ymm register).
 template <class TA, class TB, class TC>
 __attribute__((target("avx2"))) void gemm_fast_avx2(const mma_model& m, const gemm_fast_plan& p, const gemm_tables& t,
                                                     const TA* A, const TB* B, const TC* C, TC* D) noexcept {
-  switch (p.k) {
-    case 8: return gemm_fast_run<8>(m, p, t, A, B, C, D);
-    case 16: return gemm_fast_run<16>(m, p, t, A, B, C, D);
-    case 32: return gemm_fast_run<32>(m, p, t, A, B, C, D);
-    default: return gemm_fast_run<0>(m, p, t, A, B, C, D);
-  }
+  gemm_fast_k<8>(m, p, t, A, B, C, D);
 }
 inline bool gemm_have_avx2() noexcept { return __builtin_cpu_supports("avx2"); }
 #else
-#define TIEBREAK_GEMM_AVX2 0
 inline bool gemm_have_avx2() noexcept { return false; }
 #endif
 
-/// One instruction on raw encodings through the fast path (emu::dot); false when an operand is Inf
-/// or NaN (the caller then runs mma_dot).
+/// One instruction on raw encodings through the fast path, 1 lane (emu::dot); false when an
+/// operand is Inf or NaN (the caller then runs mma_dot).
 template <class TA, class TB>
 inline bool gemm_fast_one(const gemm_fast_plan& p, std::uint32_t& c_bits, const TA* a, std::ptrdiff_t sa,
                           const TB* b, std::ptrdiff_t sb) noexcept {
-  const gemm_val c = gemm_decode(p.c, c_bits);
-  if (c.special) return false;
-  std::int32_t as[mma_max_k], ae[mma_max_k];
-  std::int32_t bs[mma_max_k], be[mma_max_k];
-  std::int32_t mx = gemm_c_ref(p, c);
+  gemm_dec<1> c;
+  gemm_decode<1>(p.c, typename gemm_vec<1>::u32{c_bits}, c);
+  if (c.special[0] != 0) return false;
+  std::int32_t as[mma_max_k], ae[mma_max_k], bs[mma_max_k], be[mma_max_k];
   for (int t = 0; t < p.k; ++t) {
-    const gemm_val x = gemm_decode(p.a, static_cast<std::uint64_t>(a[t * sa]));
-    const gemm_val y = gemm_decode(p.b, static_cast<std::uint64_t>(b[t * sb]));
+    const gemm_val x = gemm_decode_a(p, static_cast<std::uint64_t>(a[t * sa]));
+    const gemm_val y = gemm_decode_one(p.b, static_cast<std::uint64_t>(b[t * sb]));
     if (x.special || y.special) return false;
-    as[t] = x.sig * (std::int32_t{1} << p.shift);
+    as[t] = x.sig;
     ae[t] = x.exp;
     bs[t] = y.sig;
     be[t] = y.exp;
-    mx = ae[t] + be[t] > mx ? ae[t] + be[t] : mx;
   }
-  std::int32_t sum = 0;
-  for (int t = 0; t < p.k; ++t) {
-    const std::int32_t d = mx - (ae[t] + be[t]);
-    const std::int32_t prod = as[t] * bs[t];
-    const auto mag = static_cast<std::uint32_t>(prod < 0 ? -prod : prod);
-    const auto tr = static_cast<std::int32_t>(d > 31 ? 0u : mag >> d);
-    sum += prod < 0 ? -tr : tr;
-  }
-  c_bits = gemm_finish(p, sum, mx, c);
+  typename gemm_vec<1>::i32 cref, acc, rm;
+  gemm_c_ref<1>(p, c, cref);
+  gemm_products<1, 0>(p.k, as, ae, bs, be, cref, acc, rm);
+  typename gemm_vec<1>::u32 out;
+  gemm_finish<1>(p, acc, rm, c, out);
+  c_bits = out[0];
   return true;
 }
 
@@ -641,7 +581,7 @@ void gemm_general(const mma_model& m, int M, int N, int K, const TA* A, const TB
 /// d = c + a . b over K elements, one instruction per chunk of m.k in order.
 /// Preconditions: mma_model_valid(m), K % m.k == 0, a and b hold K encodings (strides in elements).
 /// Rounding and NaN: those of mma_dot, once per chunk. Returns the encoding of c_fmt. Models the
-/// fast path covers take it for every chunk without Inf or NaN (`kernel` general: never).
+/// fast path covers take it (1 lane) for every chunk without Inf or NaN (`kernel` general: never).
 template <class TA, class TB>
 inline std::uint64_t dot(const mma_model& m, std::uint64_t c_bits, const TA* a, std::ptrdiff_t a_stride,
                          const TB* b, std::ptrdiff_t b_stride, int K,
@@ -675,11 +615,15 @@ void gemm(const mma_model& m, int M, int N, int K, const TA* A, const TB* B, con
   if (kernel == gemm_kernel::general || !detail::gemm_fast_plan_of(m, p) || M <= 0 || N <= 0 || K <= 0)
     return detail::gemm_general(m, M, N, K, A, B, C, D);
   detail::gemm_tables t;
-  detail::gemm_make_tables(p, M, N, K, A, B, t);
-#if TIEBREAK_GEMM_AVX2
-  if (kernel != gemm_kernel::fast_scalar && detail::gemm_have_avx2()) return detail::gemm_fast_avx2(m, p, t, A, B, C, D);
+  if (kernel == gemm_kernel::fast_scalar) {
+    detail::gemm_make_tables<1>(p, M, N, K, A, B, t);
+    return detail::gemm_fast<1>(m, p, t, A, B, C, D);
+  }
+  detail::gemm_make_tables<8>(p, M, N, K, A, B, t);
+#if defined(__x86_64__) || defined(__i386__)
+  if (kernel != gemm_kernel::fast_vector && detail::gemm_have_avx2()) return detail::gemm_fast_avx2(m, p, t, A, B, C, D);
 #endif
-  detail::gemm_fast_portable(m, p, t, A, B, C, D);
+  detail::gemm_fast<8>(m, p, t, A, B, C, D);
 }
 
 // The library compiles gemm on 32-bit encodings once (src/host/lib/emu_gemm.cpp): its eight table
