@@ -93,12 +93,13 @@ struct gemm_vec<8> {
 
 /// Decoding constants of one operand format (ieee, fn_nan or finite; any pad).
 struct gemm_fmt {
-  int man = 0, pad = 0, sign_shift = 0;
-  std::uint32_t efmax = 0, fmask = 0;
-  std::uint32_t special_ef = 0;    ///< exponent field of Inf and NaN (never matches in finite formats)
-  std::uint32_t special_frac = 0;  ///< fraction bits that must all be set too (fn_nan: all of them)
-  std::int32_t normal_off = 0;     ///< lsb exponent = exp field + normal_off (normal numbers)
-  std::int32_t sub_exp = 0;        ///< lsb exponent of subnormals
+  int man = 0, pad = 0;
+  int sign_up = 0;                ///< left shift that brings the sign bit to bit 31
+  std::uint32_t mag_mask = 0;     ///< exponent and fraction fields (after the pad is shifted out)
+  std::uint32_t fmask = 0;
+  std::int32_t special_above = 0; ///< magnitudes above it are Inf or NaN (finite formats: none is)
+  std::int32_t normal_off = 0;    ///< lsb exponent = exp field + normal_off (normal numbers)
+  std::int32_t sub_exp = 0;       ///< lsb exponent of subnormals
   bool daz = false;
 };
 
@@ -106,11 +107,14 @@ constexpr gemm_fmt gemm_fmt_of(const format_desc& f, bool daz) noexcept {
   gemm_fmt r;
   r.man = f.man_bits;
   r.pad = f.pad;
-  r.sign_shift = f.exp_bits + f.man_bits + f.pad;
-  r.efmax = static_cast<std::uint32_t>(f.exp_field_max());
+  r.sign_up = 31 - (f.exp_bits + f.man_bits + f.pad);
+  r.mag_mask = static_cast<std::uint32_t>((f.exp_field_max() << f.man_bits) | f.frac_mask());
   r.fmask = static_cast<std::uint32_t>(f.frac_mask());
-  r.special_ef = f.special == special_style::finite ? ~std::uint32_t{0} : r.efmax;
-  r.special_frac = f.special == special_style::fn_nan ? r.fmask : 0u;
+  // ieee: Inf and the NaNs are every magnitude from Inf's encoding up; fn_nan: the NaN is the
+  // all-ones magnitude alone; finite: no magnitude exceeds mag_mask (< 2^31).
+  r.special_above = static_cast<std::int32_t>(f.special == special_style::ieee     ? (f.exp_field_max() << f.man_bits) - 1
+                                              : f.special == special_style::fn_nan ? r.mag_mask - 1
+                                                                                   : r.mag_mask);
   r.normal_off = -f.bias - f.man_bits;
   r.sub_exp = f.emin() - f.man_bits;
   r.daz = daz;
@@ -130,16 +134,16 @@ struct gemm_dec {
 template <int L>
 TIEBREAK_FORCEINLINE void gemm_decode(const gemm_fmt& f, const typename gemm_vec<L>::u32& bits, gemm_dec<L>& d) noexcept {
   using V = typename gemm_vec<L>::i32;
-  using U = typename gemm_vec<L>::u32;
-  const U ef = (bits >> (f.man + f.pad)) & f.efmax;
-  const U frac = (bits >> f.pad) & f.fmask;
-  d.special = (ef == f.special_ef) & ((frac & f.special_frac) == f.special_frac);
-  const V sub = ef == 0u;
-  V sig = sub ? (f.daz ? V{} : (V)frac) : (V)(frac | (std::uint32_t{1} << f.man));
+  const V mag = (V)((bits >> f.pad) & f.mag_mask);  // < 2^31
+  d.special = mag > f.special_above;
+  const V ef = mag >> f.man;
+  const V frac = mag & static_cast<std::int32_t>(f.fmask);
+  const V sub = ef == 0;
+  V sig = sub ? (f.daz ? V{} : frac) : frac | (std::int32_t{1} << f.man);
   sig = d.special ? V{} : sig;
   const V zero = sig == 0;
-  d.exp = zero ? V{} + gemm_zero_exp : (sub ? V{} + f.sub_exp : (V)ef + f.normal_off);
-  const V neg = ((bits >> f.sign_shift) & 1u) != 0u;
+  d.exp = zero ? V{} + gemm_zero_exp : (sub ? V{} + f.sub_exp : ef + f.normal_off);
+  const V neg = (V)(bits << f.sign_up) < 0;
   d.sig = neg ? -sig : sig;
 }
 
@@ -195,6 +199,7 @@ constexpr bool gemm_fast_plan_of(const mma_model& m, gemm_fast_plan& p) noexcept
   const bool f32c = same_format(m.c_fmt, formats::f32) && m.acc_fmt.exp_bits == 8 && m.acc_fmt.bias == 127 &&
                     m.acc_fmt.pad == 0 && m.acc_fmt.special == special_style::ieee;
   if (!same && !f32c) return false;
+  if (m.a_fmt.storage_bits() > 32 || m.b_fmt.storage_bits() > 32) return false;  // gemm_decode's lanes
   p.a = gemm_fmt_of(m.a_fmt, m.daz);
   p.b = gemm_fmt_of(m.b_fmt, m.daz);
   p.c = gemm_fmt_of(m.c_fmt, m.daz);
@@ -277,10 +282,10 @@ TIEBREAK_FORCEINLINE void gemm_round(const gemm_fast_plan& p, const typename gem
   const U dgc = (U)(dg < 0 ? V{} : (dg > 31 ? V{} + 31 : dg));
   const V nd = -d;
   const U up = mag << (U)(nd < 0 ? V{} : (nd > 31 ? V{} + 31 : nd));  // d <= 0: -d <= P, exact
-  const U t = mag >> dgc;                                             // kept bits and the guard bit
-  const V in = (d > 0) & (d <= 32);
-  U kept = d <= 0 ? up : (in ? t >> 1u : U{});
+  const U t = mag >> dgc;  // kept bits and the guard bit (d > 32: mag >> 31, and t >> 1 is 0)
+  U kept = d <= 0 ? up : t >> 1u;
   if (p.rne) {
+    const V in = (d > 0) & (d <= 32);  // the guard bit exists and is bit d - 1 of mag
     const V guard = (t & 1u) != 0u;
     const V sticky = (mag & ((((U){} + 1u) << dgc) - 1u)) != 0u;
     const V odd = (kept & 1u) != 0u;
