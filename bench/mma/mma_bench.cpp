@@ -6,7 +6,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "tiebreak/emu/mma_gemm.hpp"
+#include "tiebreak/host/emu_gemm.hpp"
 #include "tiebreak/emu/mma_gen.hpp"
 
 namespace {

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "tiebreak/emu/mma.hpp"
-#include "tiebreak/emu/mma_gemm.hpp"
+#include "tiebreak/host/emu_gemm.hpp"
 #include "tiebreak/emu/mma_gen.hpp"
 #include "tiebreak/host/mma_identify.hpp"
 #include "tiebreak/gpu/mma.hpp"

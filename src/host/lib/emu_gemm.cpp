@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file The one compiled instance of emu::gemm on 32-bit encodings (see TIEBREAK_EMU_GEMM_PREBUILT
-/// in include/tiebreak/emu/mma_gemm.hpp): every target linking tiebreak::host uses it instead of
+/// @file The one compiled instance of emu::gemm on 32-bit encodings, which
+/// tiebreak/host/emu_gemm.hpp declares extern: every user of the header links it instead of
 /// instantiating the eight inlined table models itself.
-#include "tiebreak/emu/mma_gemm.hpp"
+#include "tiebreak/host/emu_gemm.hpp"
 
 namespace tiebreak::emu {
 

@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tiebreak/emu/mma_gemm.hpp"
+#include "tiebreak/host/emu_gemm.hpp"
 #include "tiebreak/emu/mma_gen.hpp"
 #include "tiebreak/gpu/mma.hpp"
 
