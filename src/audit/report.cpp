@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file JSON (schema tiebreak.audit/1) and Markdown forms of an audit report.
+/// @file JSON (schema tiebreak.audit/2) and Markdown forms of an audit report.
 #include <tiebreak/audit/audit.hpp>
 
 #include <tiebreak/analysis/json.hpp>

@@ -125,7 +125,7 @@ void register_audit(CLI::App& app) {
   cmd->add_flag("--causal", a->causal, "Causal mask (bottom-right aligned when seq_q != seq_k)");
   cmd->add_option("--scale", a->scale, "Softmax scale (default 1/sqrt(dim))")->check(finite);
   cmd->add_option("--device", a->device, "Where the reference runs")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("-o,--output", a->output, "Write the JSON report (schema tiebreak.audit/1, docs/audit.md) here");
+  cmd->add_option("-o,--output", a->output, "Write the JSON report (schema tiebreak.audit/2, docs/audit.md) here");
   cmd->add_flag("--json", a->json_stdout, "Print the JSON report on stdout instead of the Markdown table");
   cmd->add_option("--out-format", a->value_format, "Format of the kernel's outputs for the ulp scale: auto, bf16, f16, f32")
       ->capture_default_str()->check(CLI::IsMember(out_format_choices()));

@@ -55,7 +55,7 @@ TEST(AuditCli, NpyFolderEndToEnd) {
   EXPECT_THAT(r.out, HasSubstr("| batch | head | rows | O mean (ulp) | O t |"));
   EXPECT_THAT(r.out, HasSubstr("verdict: 2 of 6 heads biased"));
   const auto j = read_json(dir / "report.json");
-  EXPECT_EQ(j["schema"], "tiebreak.audit/1");
+  EXPECT_EQ(j["schema"], "tiebreak.audit/2");
   ASSERT_EQ(j["heads"].size(), 6u);
   for (const auto& h : j["heads"])
     for (const char* key : {"batch", "head", "o_mean_error_ulps", "o_t", "tie_row_share", "biased"})

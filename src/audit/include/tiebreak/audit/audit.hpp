@@ -32,7 +32,7 @@
 namespace tiebreak::audit {
 
 /// Version of the JSON report's schema (docs/audit.md); bumped on any incompatible change.
-inline constexpr std::string_view report_schema = "tiebreak.audit/1";
+inline constexpr std::string_view report_schema = "tiebreak.audit/2";
 
 struct audit_options {
   bool causal = false;
