@@ -49,7 +49,7 @@ say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
   nvcc --version 2>&1 | tail -2; cmake --version 2>&1 | head -1; } | tee -a "$LOG"
 
 # --- configure + build -----------------------------------------------------------------------------
-GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_identify)
+GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test random_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_identify)
 # Targets that exist only in some checkouts (added by later work) are built when CMake knows them.
 OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test)
 # Built with the GPU targets when the full configure works, so the audit stage reuses them.
@@ -82,7 +82,7 @@ if want build; then
       cmake --build "$BUILD/$mode" --target help 2>/dev/null | grep -q "^$t:" && GPU_TARGETS+=("$t")
     done
   else
-    GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test)
+    GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test random_gpu_test)
   fi
   say "configured ($mode); building ${GPU_TARGETS[*]}"
   t0=$(date +%s)
@@ -271,7 +271,7 @@ if want sanitize; then
     read -r -a san_tests <<<"$TIEBREAK_SANITIZE_TESTS"
   else
     san_tests=()
-    for t in device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test mma_model_gpu_test mma_gpu_test \
+    for t in device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test random_gpu_test mma_model_gpu_test mma_gpu_test \
              "${OPTIONAL_GPU_TARGETS[@]}"; do
       [ -n "$(find_bin "$t")" ] && san_tests+=("$t")
     done

@@ -233,6 +233,12 @@ void register_mma(CLI::App& app) {
   cmd->callback([opt] {
     if (opt->list) { run_list(*opt); return; }
     if (opt->instr.empty()) throw std::invalid_argument("--instr is required (or --list)");
+    // main() shields "-inf"/"-nan" from CLI11 with a leading space; --a, --b and --c take them too.
+    restore_negative_specials(opt->a);
+    restore_negative_specials(opt->b);
+    std::vector<std::string> c{opt->c};
+    restore_negative_specials(c);
+    opt->c = c.front();
     run_mma(*opt);
   });
 }

@@ -30,6 +30,16 @@ run_result run(const std::string& args) {
   return r;
 }
 
+TEST(MmaCli, NegativeSpecialsAreValues) {
+  // "-inf" alone after --a/--b/--c is a value, as in `tiebreak round` (main() shields it from CLI11).
+  const run_result r = run("mma --instr mma.m16n8k16.bf16 --c 0 --a -inf --b 1 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["bits"], "0xff800000");
+  const run_result c = run("mma --instr mma.m16n8k16.bf16 --c -inf --a 1 --b 1 --json");
+  ASSERT_EQ(c.status, 0) << c.out;
+  EXPECT_EQ(nlohmann::json::parse(c.out)["bits"], "0xff800000");
+}
+
 TEST(MmaCli, OneElementJson) {
   // C = 1 + 1 * 2^-23: exact in every model with >= 23 alignment bits: 0x3f800001.
   const run_result r = run("mma --instr mma.m16n8k16.bf16 --c 1 --a 1 --b 0x1p-23 --json");
