@@ -495,7 +495,7 @@ instr_summary identify(mma_instr id, const options& opt, double budget_s, std::o
   }
   if (best < 0) return sum;
   std::ostringstream ev;
-  ev << "probe + " << v.cases << " validation cases, 0 mismatches (" << gpu::mma_device_description() << ")";
+  ev << "identification + " << v.cases << " validation cases, 0 mismatches (" << gpu::mma_device_description() << ")";
   sum.row = mma_table_row(id, chosen, unknown, ev.str());
   std::printf("  table row:\n%s\n", sum.row.c_str());
   return sum;
