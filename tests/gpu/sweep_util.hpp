@@ -15,6 +15,8 @@
 #include "tiebreak/emu/instr_table.hpp"
 #include "tiebreak/gpu/sweep.hpp"
 
+#include "gpu_test_util.hpp"  // TIEBREAK_REQUIRE_GPU
+
 #ifndef TIEBREAK_TEST_LEVEL_FULL
 #define TIEBREAK_TEST_LEVEL_FULL 1
 #endif
@@ -33,12 +35,6 @@ inline int sweep_log2() {
 }
 
 inline std::uint64_t sweep_size() { return std::uint64_t{1} << sweep_log2(); }
-
-#define TIEBREAK_REQUIRE_GPU()                                                           \
-  do {                                                                                   \
-    if (!::tiebreak::gpu::device_available())                                            \
-      GTEST_SKIP() << "no usable GPU: " << ::tiebreak::gpu::device_description();        \
-  } while (0)
 
 /// Sweeps an instruction over the 32-bit space, or, below 2^32, over 16 windows spread across it (so a
 /// reduced run still meets every sign and exponent range). Returns the merged result.

@@ -14,38 +14,13 @@
 #include "tiebreak/fp/random.hpp"
 #include "tiebreak/gpu/device.hpp"
 
+#include "../gpu_test_util.hpp"
+
 namespace {
 
 using namespace tiebreak;
 
-#define TB_CUDA_OK(expr)                                                                   \
-  do {                                                                                     \
-    const cudaError_t e_ = (expr);                                                         \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_);                 \
-  } while (0)
-
-#define TB_REQUIRE_GPU()                                                                   \
-  do {                                                                                     \
-    if (!::tiebreak::gpu::device_available())                                              \
-      GTEST_SKIP() << "no usable GPU: " << ::tiebreak::gpu::device_description();          \
-  } while (0)
-
-template <class T>
-struct dev_buf {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit dev_buf(std::size_t count) : n(count) {
-    if (cudaMalloc(&p, count * sizeof(T)) != cudaSuccess || cudaMemset(p, 0, count * sizeof(T)) != cudaSuccess) p = nullptr;
-  }
-  ~dev_buf() { cudaFree(p); }
-  dev_buf(const dev_buf&) = delete;
-  dev_buf& operator=(const dev_buf&) = delete;
-  cudaError_t put(const std::vector<T>& h) { return cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice); }
-  cudaError_t get(std::vector<T>& h) const {
-    h.resize(n);
-    return cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
-  }
-};
+using tiebreak::gpu::testing::dev_buf;
 
 /// Case i: (seed, stream, step) from splitmix64 of i, with small streams and steps near the
 /// block boundaries every few cases (step % 4, carries of step / 4 into the high counter word).
@@ -124,18 +99,18 @@ __global__ void sum_kernel(std::uint64_t n, std::uint64_t* out) {
 }
 
 TEST(random_gpu, core_in_kernel_equals_core_on_host) {
-  TB_REQUIRE_GPU();
+  TIEBREAK_REQUIRE_GPU();
   dev_buf<std::uint32_t> w(cases);
   dev_buf<std::uint64_t> m(cases);
   ASSERT_NE(w.p, nullptr);
   ASSERT_NE(m.p, nullptr);
   core_kernel<<<264, 256>>>(cases, w.p, m.p);
-  TB_CUDA_OK(cudaGetLastError());
-  TB_CUDA_OK(cudaDeviceSynchronize());
+  TIEBREAK_CUDA_OK(cudaGetLastError());
+  TIEBREAK_CUDA_OK(cudaDeviceSynchronize());
   std::vector<std::uint32_t> words;
   std::vector<std::uint64_t> mixes;
-  TB_CUDA_OK(w.get(words));
-  TB_CUDA_OK(m.get(mixes));
+  TIEBREAK_CUDA_OK(w.get(words));
+  TIEBREAK_CUDA_OK(m.get(mixes));
   std::uint64_t bad = 0;
   for (std::uint64_t i = 0; i < cases; ++i) {
     const coords k = coords_of(i);
@@ -149,14 +124,14 @@ TEST(random_gpu, core_in_kernel_equals_core_on_host) {
 }
 
 TEST(random_gpu, philox_word_is_curand_after_curand_init_seed_stream_step) {
-  TB_REQUIRE_GPU();
+  TIEBREAK_REQUIRE_GPU();
   dev_buf<std::uint32_t> w(cases);
   ASSERT_NE(w.p, nullptr);
   curand_words_kernel<<<264, 256>>>(cases, w.p);
-  TB_CUDA_OK(cudaGetLastError());
-  TB_CUDA_OK(cudaDeviceSynchronize());
+  TIEBREAK_CUDA_OK(cudaGetLastError());
+  TIEBREAK_CUDA_OK(cudaDeviceSynchronize());
   std::vector<std::uint32_t> words;
-  TB_CUDA_OK(w.get(words));
+  TIEBREAK_CUDA_OK(w.get(words));
   std::uint64_t bad = 0;
   for (std::uint64_t i = 0; i < cases; ++i) {
     const coords k = coords_of(i);
@@ -168,15 +143,15 @@ TEST(random_gpu, philox_word_is_curand_after_curand_init_seed_stream_step) {
 }
 
 TEST(random_gpu, curand4_and_the_raw_block_equal_the_core) {
-  TB_REQUIRE_GPU();
+  TIEBREAK_REQUIRE_GPU();
   const std::uint64_t n = cases / 4;
   dev_buf<std::uint32_t> w(8 * n);
   ASSERT_NE(w.p, nullptr);
   block_kernel<<<264, 256>>>(n, w.p);
-  TB_CUDA_OK(cudaGetLastError());
-  TB_CUDA_OK(cudaDeviceSynchronize());
+  TIEBREAK_CUDA_OK(cudaGetLastError());
+  TIEBREAK_CUDA_OK(cudaDeviceSynchronize());
   std::vector<std::uint32_t> out;
-  TB_CUDA_OK(w.get(out));
+  TIEBREAK_CUDA_OK(w.get(out));
   std::uint64_t bad = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
     const coords k = coords_of(i);
@@ -198,14 +173,14 @@ TEST(random_gpu, curand4_and_the_raw_block_equal_the_core) {
 }
 
 TEST(random_gpu, sum_with_per_step_sr_equals_host) {
-  TB_REQUIRE_GPU();
+  TIEBREAK_REQUIRE_GPU();
   dev_buf<std::uint64_t> o(sum_seeds);
   ASSERT_NE(o.p, nullptr);
   sum_kernel<<<32, 128>>>(sum_seeds, o.p);
-  TB_CUDA_OK(cudaGetLastError());
-  TB_CUDA_OK(cudaDeviceSynchronize());
+  TIEBREAK_CUDA_OK(cudaGetLastError());
+  TIEBREAK_CUDA_OK(cudaDeviceSynchronize());
   std::vector<std::uint64_t> out;
-  TB_CUDA_OK(o.get(out));
+  TIEBREAK_CUDA_OK(o.get(out));
   std::uint64_t bad = 0;
   for (std::uint64_t i = 0; i < sum_seeds; ++i) {
     if (out[i] != sr_sum(i + 1) && ++bad <= 5) ADD_FAILURE() << "seed " << i + 1;

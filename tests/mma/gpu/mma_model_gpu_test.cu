@@ -23,22 +23,12 @@
 #include "tiebreak/emu/mma_gen.hpp"
 #include "tiebreak/gpu/device.hpp"
 
+#include "../../gpu/gpu_test_util.hpp"
+
 namespace {
 
 using namespace tiebreak;
 using namespace tiebreak::emu;
-
-#define TB_CUDA_OK(expr)                                                                   \
-  do {                                                                                     \
-    const cudaError_t e_ = (expr);                                                         \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_);                 \
-  } while (0)
-
-#define TB_REQUIRE_GPU()                                                                   \
-  do {                                                                                     \
-    if (!::tiebreak::gpu::device_available())                                              \
-      GTEST_SKIP() << "no usable GPU: " << ::tiebreak::gpu::device_description();          \
-  } while (0)
 
 /// Problem sizes scale with TIEBREAK_MMA_GPU_CASES (compute-sanitizer runs set 2^16: the tools slow
 /// every kernel and memcpy down 10-100x); default `dflt`.
@@ -50,24 +40,7 @@ std::size_t scaled(std::size_t dflt) {
   return dflt;
 }
 
-template <class T>
-struct dev_buf {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit dev_buf(std::size_t count) : n(count) {
-    // Zeroed, so that structure padding the kernels never write is initialised when copied back
-    // (compute-sanitizer initcheck reports it otherwise).
-    if (cudaMalloc(&p, count * sizeof(T)) != cudaSuccess || cudaMemset(p, 0, count * sizeof(T)) != cudaSuccess) p = nullptr;
-  }
-  ~dev_buf() { cudaFree(p); }
-  dev_buf(const dev_buf&) = delete;
-  dev_buf& operator=(const dev_buf&) = delete;
-  cudaError_t put(const std::vector<T>& h) { return cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice); }
-  cudaError_t get(std::vector<T>& h) const {
-    h.resize(n);
-    return cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
-  }
-};
+using tiebreak::gpu::testing::dev_buf;
 
 // ---- 1. the generator ---------------------------------------------------------------------------
 
@@ -137,7 +110,7 @@ elements flatten(const mma_model& m, std::uint64_t tiles, const std::vector<std:
 class MmaModelGpu : public ::testing::TestWithParam<mma_instr> {};
 
 TEST_P(MmaModelGpu, GeneratorOnDeviceEqualsHost) {
-  TB_REQUIRE_GPU();
+  TIEBREAK_REQUIRE_GPU();
   const mma_model& m = mma_entry(GetParam()).model;
   const std::uint64_t tiles = std::max<std::size_t>(1, scaled(4096 * 128) / 128), seed = 42;
   std::vector<std::uint32_t> A, B, C;
@@ -145,12 +118,12 @@ TEST_P(MmaModelGpu, GeneratorOnDeviceEqualsHost) {
   dev_buf<std::uint32_t> da(A.size()), db(B.size()), dc(C.size());
   ASSERT_TRUE(da.p && db.p && dc.p);
   gen_kernel<<<1024, 256>>>(m, seed, tiles, da.p, db.p, dc.p);
-  TB_CUDA_OK(cudaGetLastError());
-  TB_CUDA_OK(cudaDeviceSynchronize());
+  TIEBREAK_CUDA_OK(cudaGetLastError());
+  TIEBREAK_CUDA_OK(cudaDeviceSynchronize());
   std::vector<std::uint32_t> gA, gB, gC;
-  TB_CUDA_OK(da.get(gA));
-  TB_CUDA_OK(db.get(gB));
-  TB_CUDA_OK(dc.get(gC));
+  TIEBREAK_CUDA_OK(da.get(gA));
+  TIEBREAK_CUDA_OK(db.get(gB));
+  TIEBREAK_CUDA_OK(dc.get(gC));
   std::size_t bad = 0;
   for (std::size_t i = 0; i < A.size(); ++i) bad += A[i] != gA[i];
   for (std::size_t i = 0; i < B.size(); ++i) bad += B[i] != gB[i];
@@ -220,12 +193,12 @@ void check_round_pack(bool grid, const format_desc& acc, const char* what) {
   dev_buf<rp_case> dcs(n);
   dev_buf<rp_out> dout(n);
   ASSERT_TRUE(dcs.p && dout.p);
-  TB_CUDA_OK(dcs.put(cs));
+  TIEBREAK_CUDA_OK(dcs.put(cs));
   rp_kernel<<<1024, 256>>>(dcs.p, n, acc, dout.p);
-  TB_CUDA_OK(cudaGetLastError());
-  TB_CUDA_OK(cudaDeviceSynchronize());
+  TIEBREAK_CUDA_OK(cudaGetLastError());
+  TIEBREAK_CUDA_OK(cudaDeviceSynchronize());
   std::vector<rp_out> got;
-  TB_CUDA_OK(dout.get(got));
+  TIEBREAK_CUDA_OK(dout.get(got));
   std::size_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const rp_out h = eval_rp(cs[i], acc);
@@ -241,12 +214,12 @@ void check_round_pack(bool grid, const format_desc& acc, const char* what) {
 }
 
 TEST(MmaRoundPackGpu, AlignmentGridOnDeviceEqualsHost) {
-  TB_REQUIRE_GPU();
+  TIEBREAK_REQUIRE_GPU();
   check_round_pack(true, formats::f32, "grid");
 }
 
 TEST(MmaRoundPackGpu, AccumulatorFormatsOnDeviceEqualHost) {
-  TB_REQUIRE_GPU();
+  TIEBREAK_REQUIRE_GPU();
   check_round_pack(false, formats::f32, "f32");
   check_round_pack(false, formats::f16, "f16");
   check_round_pack(false, mma_acc_format(13), "e8m13");
@@ -286,14 +259,14 @@ void check_dot(const mma_model& m, const elements& e, const char* what) {
   dev_buf<std::uint32_t> da(e.a.size()), db(e.b.size()), dc(e.c.size());
   dev_buf<dot_out> dout(e.count);
   ASSERT_TRUE(da.p && db.p && dc.p && dout.p);
-  TB_CUDA_OK(da.put(e.a));
-  TB_CUDA_OK(db.put(e.b));
-  TB_CUDA_OK(dc.put(e.c));
+  TIEBREAK_CUDA_OK(da.put(e.a));
+  TIEBREAK_CUDA_OK(db.put(e.b));
+  TIEBREAK_CUDA_OK(dc.put(e.c));
   dot_kernel<Fast><<<1024, 128>>>(m, e.count, da.p, db.p, dc.p, dout.p);
-  TB_CUDA_OK(cudaGetLastError());
-  TB_CUDA_OK(cudaDeviceSynchronize());
+  TIEBREAK_CUDA_OK(cudaGetLastError());
+  TIEBREAK_CUDA_OK(cudaDeviceSynchronize());
   std::vector<dot_out> got;
-  TB_CUDA_OK(dout.get(got));
+  TIEBREAK_CUDA_OK(dout.get(got));
   std::size_t bad = 0;
   for (std::size_t i = 0; i < e.count; ++i) {
     const dot_out h = eval_dot<Fast>(m, &e.a[i * e.k], &e.b[i * e.k], e.c[i]);
@@ -312,7 +285,7 @@ void check_dot(const mma_model& m, const elements& e, const char* what) {
 }
 
 TEST_P(MmaModelGpu, ModelOnDeviceEqualsHost) {
-  TB_REQUIRE_GPU();
+  TIEBREAK_REQUIRE_GPU();
   const mma_model& m = mma_entry(GetParam()).model;
   const std::uint64_t tiles = std::max<std::size_t>(1, scaled(2048 * 128) / 128);
   std::vector<std::uint32_t> A, B, C;
