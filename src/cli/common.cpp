@@ -63,10 +63,12 @@ host::exact_number parse_value(std::string_view text, const format_desc& from) {
   return host::parse_real(text);
 }
 
+void restore_negative_special(std::string& value) {
+  if (value.size() > 1 && value[0] == ' ' && value[1] == '-') value.erase(value.begin());
+}
+
 void restore_negative_specials(std::vector<std::string>& values) {
-  for (std::string& v : values) {
-    if (v.size() > 1 && v[0] == ' ' && v[1] == '-') v.erase(v.begin());
-  }
+  for (std::string& v : values) restore_negative_special(v);
 }
 
 std::vector<std::string> flag_names(std::uint8_t flags) {

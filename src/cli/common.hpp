@@ -42,6 +42,7 @@ namespace tiebreak::cli {
 
 /// Undoes main()'s protection of "-inf" / "-nan" arguments (a leading space) in a value list.
 void restore_negative_specials(std::vector<std::string>& values);
+void restore_negative_special(std::string& value);
 
 /// Random bits for stochastic rounding: rounding number k (in the order the roundings happen) of
 /// stream `stream` takes philox_word(seed, stream, k), the word cuRAND's Philox4_32_10 gives after

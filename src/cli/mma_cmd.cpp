@@ -236,9 +236,7 @@ void register_mma(CLI::App& app) {
     // main() shields "-inf"/"-nan" from CLI11 with a leading space; --a, --b and --c take them too.
     restore_negative_specials(opt->a);
     restore_negative_specials(opt->b);
-    std::vector<std::string> c{opt->c};
-    restore_negative_specials(c);
-    opt->c = c.front();
+    restore_negative_special(opt->c);
     run_mma(*opt);
   });
 }
