@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file The instrumented flash-attention tile algorithm, written once for the kernel and its host twin.
+///
+/// STYLE.md principle 6: this header holds the whole algorithm — tiling, the order of every tensor-
+/// core instruction and of every f32 operation, the online softmax with its rescaling, the four
+/// output modes, the two ways of scaling the score, the probe hooks — as functions templated on a
+/// backend `Be`. The CUDA kernels (cuda/attention) instantiate it with the hardware backend
+/// (mma.sync, shuffles, cp.async); the host twin (tiebreak::host::attention_forward, src/host)
+/// with the emulated backend (the core's tensor-core model for every mma, the same shuffles as
+/// loops over the lanes of a quad). Both run the code of every thread of a block; they differ only
+/// inside the backend's primitives, whose semantics are fixed here:
+///
+///   be.for_threads(f)     f(tid) for this thread (device) / for every tid of the block (host)
+///   Be::slots, be.slot(t) per-thread registers: `R[Be::slots]`, the thread's own is R[be.slot(tid)]
+///   be.sync()             __syncthreads (device) / nothing (host: phases run to completion)
+///   be.mma(f)             warp-collective mma.m16n8k16.row.col.f32.bf16.bf16.f32: f(tid) gives the
+///                         thread's fragments {a[4], b[2], c[4]}; c = A B + C per the PTX layout
+///   be.quad_max/quad_sum/quad_count(f)   butterfly over the 4 lanes of a quad (xor 1, then xor 2):
+///                         v = op(v, v^1); v = op(v, v^2); f(tid) gives the thread's value
+///   be.load_tile<R, C>(dst, src, valid_rows)   R x C bf16 rows from global into the swizzled shared
+///                         tile (rows >= valid_rows are zero); async on the device, then
+///   be.commit(), be.wait<N>()                   cp.async.commit_group / wait_group N
+///   be.smem()             the block's shared memory
+/// Every arithmetic decision — the f32 operations (tiebreak::f32, round-to-nearest-even, named), the
+/// software exp2/log2, the bf16 narrowings (fast.hpp, proven equal to round_pack) — is made in this
+/// header, so kernel and twin agree bit for bit wherever the backend's mma agrees with the model
+/// (docs/tensor-cores.md: 10^8 elements, 0 mismatches on the H200).
+///
+/// Conventions: bf16 Q, K, V, dO in the dense bhsd layout of problem.hpp, dim == dim_v ∈ {64, 128};
+/// S = Q Kᵀ in f32 (tensor cores), then scaled by `scale` in the log2 domain:
+///   unfused  x = (s ⊗ c) ⊖ o         (c = scale·log2 e rounded to f32, o the row offset ⊗ c):
+///            at the row maximum x = 0 exactly, P-bar = 1 (PyTorch's build of FlashAttention)
+///   fused    x = fma(s, c, −o)        (upstream flash-attention): P-bar at the maximum is 2^(rounding
+///            error of max ⊗ c), not always 1
+/// P-bar = exp2_sw(x); the offset o is the running row maximum, or under `debias` β·max (max > 0) or 0
+/// (max < 0) once the maximum repeats (MECHANISM.md, "dynamic maximum"). docs/attention.md has the
+/// full description, the tile sizes, and what each probe counter means.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "tiebreak/attn/problem.hpp"
+#include "tiebreak/fp/config.hpp"
+#include "tiebreak/fp/f32_math.hpp"
+#include "tiebreak/fp/fast.hpp"
+#include "tiebreak/fp/random.hpp"
+#include "tiebreak/fp/value.hpp"
+#include "tiebreak/probe/probe.hpp"
+
+namespace tiebreak::attn {
+
+// --- options -----------------------------------------------------------------------------------------
+
+/// What happens to O at the end of the forward pass (and what the backward pass reads for delta).
+enum class out_mode : std::uint8_t {
+  bf16,        ///< O rounded to bf16 (round-to-nearest-even), delta from the bf16 O (FlashAttention-2)
+  fp32,        ///< O kept in f32, delta from it (the production remedy)
+  debias,      ///< as bf16, with the paper's dynamic maximum: no P-bar is 1 in rows whose maximum repeats
+  stochastic,  ///< O rounded to bf16 stochastically, random bits keyed by (seed, batch, head, row, column)
+};
+inline constexpr out_mode all_out_modes[] = {out_mode::bf16, out_mode::fp32, out_mode::debias, out_mode::stochastic};
+constexpr std::string_view to_string(out_mode m) noexcept {
+  switch (m) {
+    case out_mode::bf16: return "bf16";
+    case out_mode::fp32: return "fp32";
+    case out_mode::debias: return "debias";
+    case out_mode::stochastic: return "stochastic";
+  }
+  return "?";
+}
+constexpr bool parse_out_mode(std::string_view s, out_mode& out) noexcept {
+  for (out_mode m : all_out_modes) {
+    if (to_string(m) == s) { out = m; return true; }
+  }
+  return false;
+}
+
+/// How the score enters the exponential (the file comment).
+enum class score_scaling : std::uint8_t { unfused, fused };
+constexpr std::string_view to_string(score_scaling s) noexcept { return s == score_scaling::unfused ? "unfused" : "fused"; }
+
+struct flash_options {
+  out_mode mode = out_mode::bf16;
+  score_scaling scaling = score_scaling::unfused;
+  float beta = 2.0f;             ///< debias: the offset β·max of a row whose maximum (> 0) repeats; finite, > 1
+  std::uint64_t seed = 0;        ///< stochastic: the Philox key
+  float near_tolerance = 1e-3f;  ///< probe: a score within this distance of the maximum (in units of the
+                                 ///< scaled score scale·QKᵀ) counts as a near repeat
+};
+
+/// The tensors of one call, dense bhsd (problem.hpp); bf16 tensors as their encodings. Device
+/// pointers for the kernels, host pointers for the twin. A pointer a call does not use may be null.
+struct flash_tensors {
+  const std::uint16_t* q = nullptr;
+  const std::uint16_t* k = nullptr;
+  const std::uint16_t* v = nullptr;
+  const std::uint16_t* dout = nullptr;  ///< dO (backward)
+  std::uint16_t* o_bf16 = nullptr;      ///< O in bf16: written by modes bf16, debias, stochastic
+  float* o_f32 = nullptr;               ///< O in f32: written by mode fp32; in the other modes, when not
+                                        ///< null, the f32 O before its rounding (the probe's delta error needs it)
+  float* lse = nullptr;                 ///< [batch, heads, seq_q] natural log-sum-exp of the scaled scores;
+                                        ///< −Inf for a row that sees no key
+  float* delta = nullptr;               ///< backward: rowsum(dO ∘ O) [batch, heads, seq_q]
+  std::uint16_t* dq = nullptr;          ///< backward: bf16 gradients (round-to-nearest-even from f32)
+  std::uint16_t* dk = nullptr;
+  std::uint16_t* dv = nullptr;
+};
+
+/// One call. `counters`, when not null, is a HOST table of batch·heads head_counters (b·heads + h)
+/// that the call adds its counts to (the probed instantiation runs only then).
+struct flash_args {
+  attn::problem prob;
+  flash_options opt;
+  flash_tensors t;
+  probe::head_counters* counters = nullptr;
+};
+
+/// Why a call is not supported (flash_check); ok is zero.
+enum class flash_error : std::uint8_t {
+  ok = 0,
+  bad_problem,      ///< problem::validate() failed
+  dim_unsupported,  ///< dim != dim_v, or dim not 64 or 128
+  too_large,        ///< a sequence or a tensor too long for the kernels' 32-bit row indices
+  bad_beta,         ///< debias with beta not finite or not > 1
+  bad_scale,        ///< scale not finite or not > 0
+  missing_tensor,   ///< a pointer the call needs is null
+};
+TIEBREAK_HDC const char* error_text(flash_error e) noexcept {
+  switch (e) {
+    case flash_error::ok: return "";
+    case flash_error::bad_problem: return "invalid attention shape";
+    case flash_error::dim_unsupported: return "the attention kernels support head dims 64 and 128 with dim_v == dim";
+    case flash_error::too_large: return "sequence too long for the attention kernels (at most 2^30 rows per head)";
+    case flash_error::bad_beta: return "--beta must be finite and greater than 1";
+    case flash_error::bad_scale: return "the scale must be finite and positive";
+    case flash_error::missing_tensor: return "a tensor the call needs is missing (null pointer)";
+  }
+  return "unknown attention error";
+}
+
+/// Checks what every call needs; `backward` adds dO, LSE, the O of the mode and the gradients.
+TIEBREAK_HDC flash_error flash_check(const flash_args& a, bool backward) noexcept {
+  if (!a.prob.shape.valid()) return flash_error::bad_problem;
+  const shape& s = a.prob.shape;
+  if (s.dim != s.dim_v || (s.dim != 64 && s.dim != 128)) return flash_error::dim_unsupported;
+  if (s.seq_q > (std::size_t{1} << 30) || s.seq_k > (std::size_t{1} << 30) || s.batch * s.heads > (std::size_t{1} << 30))
+    return flash_error::too_large;
+  if (!(a.prob.scale > 0) || !(a.prob.scale < 1e30)) return flash_error::bad_scale;
+  if (a.opt.mode == out_mode::debias && (!(a.opt.beta > 1.0f) || !(a.opt.beta < f32::inf))) return flash_error::bad_beta;
+  const flash_tensors& t = a.t;
+  if (!t.q || !t.k || !t.v || !t.lse) return flash_error::missing_tensor;
+  if (a.opt.mode == out_mode::fp32 ? !t.o_f32 : !t.o_bf16) return flash_error::missing_tensor;
+  if (backward && (!t.dout || !t.delta || !t.dq || !t.dk || !t.dv)) return flash_error::missing_tensor;
+  return flash_error::ok;
+}
+
+/// The f32 constants of a call, derived once from the options (the same on both sides).
+struct flash_consts {
+  float scale_log2 = 0;  ///< c = scale · log2(e), rounded once from double to f32 (nearest-even)
+  float near_raw = 0;    ///< near_tolerance / scale in raw-score units, rounded once from double
+  float beta = 2;
+};
+TIEBREAK_HDC flash_consts make_consts(const flash_args& a) noexcept {
+  flash_consts c;
+  c.scale_log2 = static_cast<float>(a.prob.scale * 1.4426950408889634074);  // double -> f32: nearest-even
+  c.near_raw = static_cast<float>(static_cast<double>(a.opt.near_tolerance) / a.prob.scale);
+  c.beta = a.opt.beta;
+  return c;
+}
+inline constexpr float ln2_f32 = 0x1.62e430p-1f;    ///< ln 2 rounded to f32
+inline constexpr float log2e_f32 = 0x1.715476p+0f;  ///< log2 e rounded to f32
+
+// --- tiling and fragments ------------------------------------------------------------------------------
+
+/// Forward tiles: 4 warps, 16 query rows per warp, 64 keys per tile.
+inline constexpr int fwd_warps = 4;
+inline constexpr int fwd_threads = 32 * fwd_warps;
+inline constexpr int fwd_rows = 16 * fwd_warps;
+inline constexpr int fwd_keys = 64;
+
+/// Shared memory of the forward kernel: K and V tiles, double-buffered, and (probed) one
+/// head_counters per thread.
+template <int D, bool Probed>
+inline constexpr std::size_t fwd_smem_bytes =
+    std::size_t{4} * fwd_keys * D * 2 + (Probed ? sizeof(probe::head_counters) * fwd_threads : 0);
+
+/// Offset of element (r, c) in a swizzled R x C bf16 tile (C = 64 or 128): the 16-byte chunk
+/// c / 8 of row r is stored at chunk (c / 8) xor (r mod 8), so that the 8 rows an 8-lane group of a
+/// fragment load touches fall in 8 different banks.
+template <int C>
+TIEBREAK_HDC int swz(int r, int c) noexcept {
+  static_assert(C >= 64 && C % 64 == 0);
+  return r * C + ((((c >> 3) ^ (r & 7))) << 3) + (c & 7);
+}
+
+/// Two bf16 encodings in one 32-bit register, `lo` at the lower k index (the mma operand order).
+TIEBREAK_HDC std::uint32_t pack2(std::uint16_t lo, std::uint16_t hi) noexcept {
+  return static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
+}
+
+/// Fragment layout of mma.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 g + t:
+///   A (16 x 16, row-major) a[r], halves h = 0, 1: row g + 8 (r & 1), column 2 t + h + 8 (r >> 1)
+///   B (16 x 8, k x n)      b[r], halves h:        k 2 t + h + 8 r, column n = g
+///   C, D (16 x 8, f32)     c[i]:                  row g + 8 (i >> 1), column 2 t + (i & 1)
+/// A from a swizzled row-major tile: rows row0.., k = columns col0..
+template <int C>
+TIEBREAK_HDC void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0, int lane) noexcept {
+  const int g = lane >> 2, t = lane & 3;
+  for (int r = 0; r < 4; ++r) {
+    const int row = row0 + g + 8 * (r & 1), col = col0 + 2 * t + 8 * (r >> 1);
+    const int o = swz<C>(row, col);
+    a[r] = pack2(tile[o], tile[o + 1]);
+  }
+}
+/// B with b(k, n) = tile[n0 + n][k0 + k] (the tile's rows are the n index: K for Q Kᵀ).
+template <int C>
+TIEBREAK_HDC void load_b_nmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int n0, int k0, int lane) noexcept {
+  const int g = lane >> 2, t = lane & 3;
+  for (int r = 0; r < 2; ++r) {
+    const int o = swz<C>(n0 + g, k0 + 2 * t + 8 * r);
+    b[r] = pack2(tile[o], tile[o + 1]);
+  }
+}
+/// B with b(k, n) = tile[k0 + k][n0 + n] (the tile's rows are the k index: V for P V).
+template <int C>
+TIEBREAK_HDC void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0, int lane) noexcept {
+  const int g = lane >> 2, t = lane & 3;
+  for (int r = 0; r < 2; ++r) {
+    const int k = k0 + 2 * t + 8 * r;
+    b[r] = pack2(tile[swz<C>(k, n0 + g)], tile[swz<C>(k + 1, n0 + g)]);
+  }
+}
+
+/// The operands of one thread in a warp-collective mma (be.mma).
+struct mma_frags {
+  const std::uint32_t* a;  ///< 4 registers
+  const std::uint32_t* b;  ///< 2 registers
+  float* c;                ///< 4 accumulators, updated in place
+};
+
+/// The error of a bf16 result `r` against the f32 value `x` it was rounded from, in ulps of bf16 at
+/// r (2^(e_r − 7), e_r the exponent of r; 2^−133 for zeros and subnormals). Exact: r − x is exact in
+/// f32 (|r − x| < one bf16 ulp) and the scaling is a power of two, done in double.
+TIEBREAK_FORCEINLINE TIEBREAK_HD float bf16_error_ulps(std::uint16_t r, float x) noexcept {
+  const float rf = bits_to_f32(static_cast<std::uint32_t>(r) << 16);
+  const float d = f32::sub_rn(rf, x);
+  int e = static_cast<int>((r >> 7) & 0xffu);
+  e = e == 0 ? -133 : e - 127 - 7;
+  const double s = bits_to_f64(static_cast<std::uint64_t>(1023 - e) << 52);  // 2^-e, exact
+  return static_cast<float>(static_cast<double>(d) * s);
+}
+
+/// A probe that counts into the counters it holds (one per thread of a kernel; merged per block
+/// in thread order, then per head in block order: the same sums on host and device).
+struct thread_counting_probe {
+  static constexpr bool enabled = true;
+  probe::head_counters c;
+  TIEBREAK_FORCEINLINE TIEBREAK_HD void on_repeated_max(const probe::repeated_max_event& e) noexcept {
+    c.repeated_max_exact += e.exact > 1 ? 1 : 0;
+    c.repeated_max_near += e.near > 1 ? 1 : 0;
+  }
+  TIEBREAK_FORCEINLINE TIEBREAK_HD void on_p_one(const probe::p_one_event&) noexcept { ++c.p_one; }
+  TIEBREAK_FORCEINLINE TIEBREAK_HD void on_output_error(const probe::output_error_event& e) noexcept {
+    c.output_error.add(static_cast<double>(e.error_ulps));
+  }
+  TIEBREAK_FORCEINLINE TIEBREAK_HD void on_delta_error(const probe::delta_error_event& e) noexcept { c.delta_error.add(e.error()); }
+};
+
+// --- the forward pass ----------------------------------------------------------------------------------
+
+/// The offset (in the scaled log2 domain) of a row whose running maximum is m, seen `count` times.
+template <out_mode Mode>
+TIEBREAK_FORCEINLINE TIEBREAK_HD float row_offset(float m, std::uint32_t count, const flash_consts& c) noexcept {
+  if (m == -f32::inf) return 0.0f;  // no visible key yet: every P-bar is exp2(-Inf) = 0
+  float base = m;
+  if constexpr (Mode == out_mode::debias) {
+    if (count > 1) base = m > 0.0f ? f32::mul_rn(c.beta, m) : (m < 0.0f ? 0.0f : m);
+  }
+  return f32::mul_rn(base, c.scale_log2);
+}
+
+/// x of P-bar = exp2(x) for a raw score s and an offset o (the file comment).
+template <score_scaling Sc>
+TIEBREAK_FORCEINLINE TIEBREAK_HD float score_x(float s, float o, const flash_consts& c) noexcept {
+  if constexpr (Sc == score_scaling::unfused) return f32::sub_rn(f32::mul_rn(s, c.scale_log2), o);
+  else return f32::fma_rn(s, c.scale_log2, -o);
+}
+
+/// Registers of one forward thread: its 2 rows (g and g + 8 of its warp's 16) of Q (A fragments),
+/// of the S / P tile and of the O accumulator, the row state, and its probe.
+template <int D, class Probe>
+struct fwd_regs {
+  static constexpr int KC = D / 16, NB = fwd_keys / 8, DN = D / 8, PK = fwd_keys / 16;
+  std::uint32_t q[KC][4];
+  float s[NB][4];
+  float o[DN][4];
+  std::uint32_t p[PK][4];
+  std::uint32_t kb[2];
+  float m[2];             ///< running maximum of the raw scores
+  float off[2];           ///< current offset (scaled log2 domain)
+  float l[2];             ///< this thread's part of the row sum of P-bar
+  float tmax[2];          ///< tile: quad maximum
+  std::uint32_t cnt[2];   ///< scores equal to the running maximum (quad total)
+  std::uint32_t near[2];  ///< scores within the tolerance of it (quad total)
+  std::uint32_t tc[2], tn[2];
+  Probe pr;
+};
+
+/// One block of the forward pass: query rows [qt·64, qt·64 + 64) of (batch b, head h).
+/// `block_counters` (probed only): this block's merged counters are written there.
+template <class Be, int D, out_mode Mode, score_scaling Sc, class Probe>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_args& a, const flash_consts& c,
+                                                          int b, int h, int qt, probe::head_counters* block_counters) {
+  using R = fwd_regs<D, Probe>;
+  constexpr int KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK, BC = fwd_keys;
+  const shape& sh = a.prob.shape;
+  const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
+  const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
+  const int q0 = qt * fwd_rows;
+  const int last_row = (q0 + fwd_rows < seq_q ? q0 + fwd_rows : seq_q) - 1;
+  const int keys = static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(last_row)));
+  const int tiles = (keys + BC - 1) / BC;
+  const bool causal = a.prob.causal();
+
+  std::uint16_t* ks = be.smem();                  // [2][BC][D]
+  std::uint16_t* vs = ks + 2 * BC * D;            // [2][BC][D]
+  const std::uint16_t* kg = a.t.k + sh.k_offset(b, kvh, 0);
+  const std::uint16_t* vg = a.t.v + sh.v_offset(b, kvh, 0);
+
+  R regs[Be::slots];
+
+  // Q fragments straight from global memory (rows past seq_q read as zero), row state.
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    for (int kc = 0; kc < KC; ++kc) {
+      for (int i = 0; i < 4; ++i) {
+        const int row = q0 + 16 * w + g + 8 * (i & 1), col = 16 * kc + 2 * t + 8 * (i >> 1);
+        if (row < seq_q) {
+          const std::uint16_t* src = a.t.q + sh.q_offset(b, h, row) + col;
+          r.q[kc][i] = pack2(src[0], src[1]);
+        } else {
+          r.q[kc][i] = 0;
+        }
+      }
+    }
+    for (int i = 0; i < DN; ++i)
+      for (int j = 0; j < 4; ++j) r.o[i][j] = 0.0f;
+    for (int x = 0; x < 2; ++x) {
+      r.m[x] = -f32::inf;
+      r.off[x] = 0.0f;
+      r.l[x] = 0.0f;
+      r.cnt[x] = 0;
+      r.near[x] = 0;
+    }
+  });
+
+  if (tiles > 0) {
+    be.template load_tile<BC, D>(ks, kg, seq_k < BC ? seq_k : BC);
+    be.template load_tile<BC, D>(vs, vg, seq_k < BC ? seq_k : BC);
+    be.commit();
+  }
+  for (int kt = 0; kt < tiles; ++kt) {
+    const int k0 = kt * BC, buf = kt & 1;
+    if (kt + 1 < tiles) {
+      const int k1 = k0 + BC, rows = seq_k - k1 < BC ? seq_k - k1 : BC, nb = buf ^ 1;
+      be.template load_tile<BC, D>(ks + nb * BC * D, kg + static_cast<std::size_t>(k1) * D, rows);
+      be.template load_tile<BC, D>(vs + nb * BC * D, vg + static_cast<std::size_t>(k1) * D, rows);
+      be.commit();
+      be.template wait<1>();
+    } else {
+      be.template wait<0>();
+    }
+    be.sync();
+    const std::uint16_t* kt_s = ks + buf * BC * D;
+    const std::uint16_t* vt_s = vs + buf * BC * D;
+
+    // S = Q Kᵀ: per element, the chain of mma over the 16-wide chunks of the head dim, in order.
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      for (int nb = 0; nb < NB; ++nb)
+        for (int j = 0; j < 4; ++j) r.s[nb][j] = 0.0f;
+    });
+    for (int kc = 0; kc < KC; ++kc) {
+      for (int nb = 0; nb < NB; ++nb) {
+        be.for_threads([&](int tid) { load_b_nmajor<D>(regs[be.slot(tid)].kb, kt_s, 8 * nb, 16 * kc, tid & 31); });
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.q[kc], r.kb, r.s[nb]};
+        });
+      }
+    }
+
+    // Mask (keys past seq_k, causal), the thread's maximum per row, then the quad's.
+    const bool need_mask = k0 + BC > seq_k || (causal && k0 + BC > static_cast<int>(a.prob.visible_keys(q0)));
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+      for (int x = 0; x < 2; ++x) {
+        const int row = q0 + 16 * w + g + 8 * x;
+        const int vis = row < seq_q ? static_cast<int>(a.prob.visible_keys(row)) : seq_k;
+        float mx = -f32::inf;
+        for (int nb = 0; nb < NB; ++nb) {
+          for (int e = 0; e < 2; ++e) {
+            float& sv = r.s[nb][2 * x + e];
+            if (need_mask && k0 + 8 * nb + 2 * t + e >= vis) sv = -f32::inf;
+            mx = f32::max(mx, sv);
+          }
+        }
+        r.tmax[x] = mx;
+      }
+    });
+    be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[0]; });
+    be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[1]; });
+
+    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals.
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      for (int x = 0; x < 2; ++x) {
+        const float mn = f32::max(r.m[x], r.tmax[x]);
+        const float lo = f32::sub_rn(mn, c.near_raw);
+        std::uint32_t ce = 0, cn = 0;
+        for (int nb = 0; nb < NB; ++nb) {
+          for (int e = 0; e < 2; ++e) {
+            const float sv = r.s[nb][2 * x + e];
+            ce += sv == mn && mn != -f32::inf ? 1u : 0u;
+            cn += sv >= lo && mn != -f32::inf ? 1u : 0u;
+          }
+        }
+        r.tc[x] = ce;
+        r.tn[x] = cn;
+      }
+    });
+    be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tc[0]; });
+    be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tc[1]; });
+    if constexpr (Probe::enabled) {
+      be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tn[0]; });
+      be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tn[1]; });
+    }
+
+    // Online softmax: new maximum and offset, rescale factor, P-bar, row sums, P in bf16.
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+      for (int x = 0; x < 2; ++x) {
+        const float mo = r.m[x];
+        const float mn = f32::max(mo, r.tmax[x]);
+        if (mn > mo || mo == -f32::inf) {
+          r.cnt[x] = r.tc[x];
+          r.near[x] = r.tn[x];
+        } else {
+          r.cnt[x] += r.tc[x];
+          r.near[x] += r.tn[x];
+        }
+        const float on = row_offset<Mode>(mn, r.cnt[x], c);
+        const float alpha = mo == -f32::inf ? 0.0f : f32::exp2_sw(f32::sub_rn(r.off[x], on));
+        r.m[x] = mn;
+        r.off[x] = on;
+        float l = f32::mul_rn(r.l[x], alpha);
+        const int row = q0 + 16 * w + g + 8 * x;
+        for (int nb = 0; nb < NB; ++nb) {
+          for (int e = 0; e < 2; ++e) {
+            float& sv = r.s[nb][2 * x + e];
+            sv = f32::exp2_sw(score_x<Sc>(sv, on, c));
+            l = f32::add_rn(l, sv);
+            if constexpr (Probe::enabled) {
+              if (sv == 1.0f && row < seq_q) {
+                r.pr.on_p_one(probe::p_one_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                                                  static_cast<std::uint32_t>(row)},
+                                                 static_cast<std::uint32_t>(k0 + 8 * nb + 2 * t + e)});
+              }
+            }
+          }
+        }
+        r.l[x] = l;
+        for (int dn = 0; dn < DN; ++dn) {
+          r.o[dn][2 * x] = f32::mul_rn(r.o[dn][2 * x], alpha);
+          r.o[dn][2 * x + 1] = f32::mul_rn(r.o[dn][2 * x + 1], alpha);
+        }
+      }
+      for (int pk = 0; pk < PK; ++pk) {
+        r.p[pk][0] = be.pack_bf16x2_rne(r.s[2 * pk][0], r.s[2 * pk][1]);
+        r.p[pk][1] = be.pack_bf16x2_rne(r.s[2 * pk][2], r.s[2 * pk][3]);
+        r.p[pk][2] = be.pack_bf16x2_rne(r.s[2 * pk + 1][0], r.s[2 * pk + 1][1]);
+        r.p[pk][3] = be.pack_bf16x2_rne(r.s[2 * pk + 1][2], r.s[2 * pk + 1][3]);
+      }
+    });
+
+    // O += P V: per element, the chain over the 16-key chunks of the tile, in order.
+    for (int pk = 0; pk < PK; ++pk) {
+      for (int dn = 0; dn < DN; ++dn) {
+        be.for_threads([&](int tid) { load_b_kmajor<D>(regs[be.slot(tid)].kb, vt_s, 16 * pk, 8 * dn, tid & 31); });
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.p[pk], r.kb, r.o[dn]};
+        });
+      }
+    }
+    be.sync();  // every warp is done with this buffer before the next iteration refills it
+  }
+
+  // The row sums of the quad (thread partials, then xor 1, xor 2), normalisation, output.
+  be.quad_sum([&](int tid) -> float& { return regs[be.slot(tid)].l[0]; });
+  be.quad_sum([&](int tid) -> float& { return regs[be.slot(tid)].l[1]; });
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    for (int x = 0; x < 2; ++x) {
+      const int row = q0 + 16 * w + g + 8 * x;
+      if (row >= seq_q) continue;
+      const float l = r.l[x];
+      const bool empty = l == 0.0f || f32::is_nan(l);
+      const float inv = empty ? 1.0f : f32::div_rn(1.0f, l);
+      const std::size_t orow = sh.o_offset(b, h, row);
+      for (int dn = 0; dn < DN; ++dn) {
+        for (int e = 0; e < 2; ++e) {
+          const int col = 8 * dn + 2 * t + e;
+          const float of = f32::mul_rn(r.o[dn][2 * x + e], inv);
+          if constexpr (Mode == out_mode::fp32) {
+            a.t.o_f32[orow + col] = of;
+            if constexpr (Probe::enabled) {
+              r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                                                              static_cast<std::uint32_t>(row)},
+                                                             static_cast<std::uint32_t>(col), 0.0f});
+            }
+          } else {
+            std::uint16_t ob;
+            if constexpr (Mode == out_mode::stochastic) {
+              const philox_block rb = philox{a.opt.seed}(static_cast<std::uint32_t>(col >> 2), static_cast<std::uint32_t>(row),
+                                                         static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
+              ob = f32_bits_to_bf16_sr(f32_to_bits(of), rb.w[col & 3]);
+            } else {
+              ob = f32_bits_to_bf16_rne(f32_to_bits(of));
+            }
+            a.t.o_bf16[orow + col] = ob;
+            if (a.t.o_f32) a.t.o_f32[orow + col] = of;
+            if constexpr (Probe::enabled) {
+              const float rf = bits_to_f32(static_cast<std::uint32_t>(ob) << 16);
+              if (rf - rf == 0.0f && of - of == 0.0f) {  // both finite
+                r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                                                                static_cast<std::uint32_t>(row)},
+                                                               static_cast<std::uint32_t>(col), bf16_error_ulps(ob, of)});
+              }
+            }
+          }
+        }
+      }
+      if (t == 0) {
+        // LSE = (offset + log2 l) · ln 2; −Inf for a row that sees no key (log of an empty sum).
+        a.t.lse[sh.q_row(b, h, row)] =
+            empty && !f32::is_nan(l) ? -f32::inf : f32::mul_rn(f32::add_rn(r.off[x], f32::log2_sw(l)), ln2_f32);
+        if constexpr (Probe::enabled) {
+          if (r.m[x] != -f32::inf) {
+            probe::repeated_max_event ev;
+            ev.at = {static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(row)};
+            ev.max = r.m[x];
+            ev.tolerance = a.opt.near_tolerance;
+            ev.exact = r.cnt[x];
+            ev.near = r.near[x];
+            r.pr.on_repeated_max(ev);
+          }
+        }
+      }
+    }
+  });
+
+  // Probe: the threads' counters merged in thread order by thread 0.
+  if constexpr (Probe::enabled) {
+    auto* sc = reinterpret_cast<probe::head_counters*>(be.smem() + 4 * BC * D);
+    be.sync();
+    be.for_threads([&](int tid) { sc[tid] = regs[be.slot(tid)].pr.c; });
+    be.sync();
+    be.for_threads([&](int tid) {
+      if (tid == 0) {
+        probe::head_counters sum{};
+        for (int i = 0; i < fwd_threads; ++i) sum.merge(sc[i]);
+        *block_counters = sum;
+      }
+    });
+  }
+}
+
+}  // namespace tiebreak::attn

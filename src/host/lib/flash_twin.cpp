@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// The emulated backend of attn/flash.hpp and the twin's entry points.
+#include "tiebreak/host/flash_twin.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tiebreak/emu/mma.hpp"
+
+namespace tiebreak::host {
+namespace {
+
+using attn::mma_frags;
+
+/// The backend of a block of T threads run on one host thread: each collective loops over the lanes.
+template <int T>
+struct twin_backend {
+  static constexpr int slots = T;
+  std::uint16_t* smem_ = nullptr;
+  std::uint16_t* smem() const noexcept { return smem_; }
+  static int slot(int tid) noexcept { return tid; }
+  template <class F>
+  void for_threads(F&& f) {
+    for (int t = 0; t < T; ++t) f(t);
+  }
+  void sync() noexcept {}
+  void commit() noexcept {}
+  template <int N>
+  void wait() noexcept {}
+  template <int R, int C>
+  void load_tile(std::uint16_t* dst, const std::uint16_t* src, int valid) {
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) dst[attn::swz<C>(r, c)] = r < valid ? src[static_cast<std::size_t>(r) * C + c] : 0;
+  }
+  static std::uint32_t pack_bf16x2_rne(float lo, float hi) noexcept {
+    return attn::pack2(f32_bits_to_bf16_rne(f32_to_bits(lo)), f32_bits_to_bf16_rne(f32_to_bits(hi)));
+  }
+  /// mma.m16n8k16.row.col.f32.bf16.bf16.f32 of each warp, through the model (emu/mma.hpp).
+  template <class F>
+  void mma(F&& f) {
+    static constexpr emu::mma_model model = emu::mma_entry(emu::mma_instr::mma_m16n8k16_bf16).model;
+    for (int w = 0; w < T / 32; ++w) {
+      std::uint16_t A[16][16], B[16][8];
+      float C[16][8];
+      for (int lane = 0; lane < 32; ++lane) {
+        const mma_frags x = f(32 * w + lane);
+        const int g = lane >> 2, t = lane & 3;
+        for (int r = 0; r < 4; ++r)
+          for (int h = 0; h < 2; ++h)
+            A[g + 8 * (r & 1)][2 * t + h + 8 * (r >> 1)] = static_cast<std::uint16_t>(x.a[r] >> (16 * h));
+        for (int r = 0; r < 2; ++r)
+          for (int h = 0; h < 2; ++h) B[2 * t + h + 8 * r][g] = static_cast<std::uint16_t>(x.b[r] >> (16 * h));
+        for (int i = 0; i < 4; ++i) C[g + 8 * (i >> 1)][2 * t + (i & 1)] = x.c[i];
+      }
+      for (int lane = 0; lane < 32; ++lane) {
+        const mma_frags x = f(32 * w + lane);
+        const int g = lane >> 2, t = lane & 3;
+        for (int i = 0; i < 4; ++i) {
+          const int row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
+          const auto d = emu::mma_dot(model, f32_to_bits(C[row][col]), &A[row][0], 1, &B[0][col], 8);
+          x.c[i] = bits_to_f32(static_cast<std::uint32_t>(d.bits));
+        }
+      }
+    }
+  }
+  /// The butterfly of a quad: v = op(v, v xor 1), then v = op(v, v xor 2), as the shuffles do.
+  template <class V, class Op, class F>
+  static void quad(F&& f, Op op) {
+    for (int q = 0; q < T / 4; ++q) {
+      V v[4], w[4];
+      for (int i = 0; i < 4; ++i) v[i] = f(4 * q + i);
+      for (int i = 0; i < 4; ++i) w[i] = op(v[i], v[i ^ 1]);
+      for (int i = 0; i < 4; ++i) f(4 * q + i) = op(w[i], w[i ^ 2]);
+    }
+  }
+  template <class F>
+  void quad_max(F&& f) {
+    quad<float>(f, [](float a, float b) { return f32::max(a, b); });
+  }
+  template <class F>
+  void quad_sum(F&& f) {
+    quad<float>(f, [](float a, float b) { return f32::add_rn(a, b); });
+  }
+  template <class F>
+  void quad_count(F&& f) {
+    quad<std::uint32_t>(f, [](std::uint32_t a, std::uint32_t b) { return a + b; });
+  }
+};
+
+void check(const attn::flash_args& a, bool backward) {
+  const attn::flash_error e = attn::flash_check(a, backward);
+  if (e != attn::flash_error::ok) throw std::invalid_argument(attn::error_text(e));
+}
+
+/// Runs job(i) for i < n on `threads` host threads (in any order; the jobs write disjoint data).
+template <class Job>
+void parallel_blocks(std::size_t n, unsigned threads, Job job) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, n));
+  if (threads <= 1) {
+    for (std::size_t i = 0; i < n; ++i) job(i);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  std::exception_ptr err;
+  std::atomic<bool> failed{false};
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      try {
+        for (std::size_t i; (i = next.fetch_add(1)) < n && !failed;) job(i);
+      } catch (...) {
+        if (!failed.exchange(true)) err = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  if (err) std::rethrow_exception(err);
+}
+
+/// Adds the per-block counters of each (batch, head), in block order, to the caller's table.
+void merge_counters(const attn::flash_args& a, const std::vector<probe::head_counters>& blocks, std::size_t per_head) {
+  const std::size_t bh = a.prob.shape.batch * a.prob.shape.heads;
+  for (std::size_t i = 0; i < bh; ++i) {
+    probe::head_counters sum{};
+    for (std::size_t j = 0; j < per_head; ++j) sum.merge(blocks[i * per_head + j]);
+    a.counters[i].merge(sum);
+  }
+}
+
+template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe>
+void forward_impl(const attn::flash_args& a, unsigned threads) {
+  const attn::flash_consts c = attn::make_consts(a);
+  const auto& s = a.prob.shape;
+  const std::size_t n_qt = (s.seq_q + attn::fwd_rows - 1) / attn::fwd_rows;
+  const std::size_t n = n_qt * s.batch * s.heads;
+  std::vector<probe::head_counters> partial(Probe::enabled ? n : 0);
+  parallel_blocks(n, threads, [&](std::size_t i) {
+    std::vector<std::uint16_t> smem(attn::fwd_smem_bytes<D, Probe::enabled> / 2 + 8);
+    twin_backend<attn::fwd_threads> be{smem.data()};
+    const std::size_t bh = i / n_qt, qt = i % n_qt;
+    attn::flash_forward_block<twin_backend<attn::fwd_threads>, D, M, Sc, Probe>(
+        be, a, c, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads), static_cast<int>(qt),
+        Probe::enabled ? &partial[i] : nullptr);
+  });
+  if constexpr (Probe::enabled) merge_counters(a, partial, n_qt);
+}
+
+template <int D, attn::out_mode M, attn::score_scaling Sc>
+void forward_probe(const attn::flash_args& a, unsigned threads) {
+  if (a.counters) forward_impl<D, M, Sc, attn::thread_counting_probe>(a, threads);
+  else forward_impl<D, M, Sc, probe::no_probe>(a, threads);
+}
+template <int D, attn::out_mode M>
+void forward_scaling(const attn::flash_args& a, unsigned threads) {
+  if (a.opt.scaling == attn::score_scaling::unfused) forward_probe<D, M, attn::score_scaling::unfused>(a, threads);
+  else forward_probe<D, M, attn::score_scaling::fused>(a, threads);
+}
+template <int D>
+void forward_mode(const attn::flash_args& a, unsigned threads) {
+  switch (a.opt.mode) {
+    case attn::out_mode::bf16: return forward_scaling<D, attn::out_mode::bf16>(a, threads);
+    case attn::out_mode::fp32: return forward_scaling<D, attn::out_mode::fp32>(a, threads);
+    case attn::out_mode::debias: return forward_scaling<D, attn::out_mode::debias>(a, threads);
+    case attn::out_mode::stochastic: return forward_scaling<D, attn::out_mode::stochastic>(a, threads);
+  }
+}
+
+}  // namespace
+
+void attention_forward(const attn::flash_args& a, unsigned threads) {
+  check(a, false);
+  if (a.prob.shape.dim == 64) forward_mode<64>(a, threads);
+  else forward_mode<128>(a, threads);
+}
+
+}  // namespace tiebreak::host
