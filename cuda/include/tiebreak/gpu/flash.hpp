@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file Launchers of tiebreak's instrumented attention kernels (cuda/attention): plain C++, no CUDA
+/// headers needed by the caller. The kernels are attn/flash.hpp's tile algorithm with the hardware
+/// backend; tiebreak::host::attention_forward / _backward (tiebreak/host/flash_twin.hpp) are the
+/// same algorithm with the emulated one, bit-identical (tests/gpu/flash_gpu_test.cu).
+#pragma once
+
+#include "tiebreak/attn/flash.hpp"
+
+namespace tiebreak::gpu {
+
+/// Whether a CUDA device of compute capability 9.0 (the kernels' only target) can run the kernels.
+bool attention_available() noexcept;
+
+/// The forward pass on device memory (a.t: device pointers; a.counters: a HOST table, or null).
+/// Synchronous: returns when the outputs and counters are written. Throws std::invalid_argument
+/// (attn::error_text) for an unsupported call, std::runtime_error for a CUDA error.
+/// `stream` is a cudaStream_t (null: the default stream).
+void attention_forward(const attn::flash_args& a, void* stream = nullptr);
+
+/// The backward pass on device memory: delta, dQ, dK, dV (deterministic: no floating-point atomics).
+void attention_backward(const attn::flash_args& a, void* stream = nullptr);
+
+}  // namespace tiebreak::gpu
