@@ -287,7 +287,7 @@ if want sanitize; then
       [ "$b" -lt 15 ] && { say "sanitizer $tool $t skipped: no time left"; echo "$tool $t SKIPPED (time)" >>"$OUTDIR/sanitizer-summary.txt"; continue; }
       t0=$(date +%s)
       echo "=== compute-sanitizer --tool $tool $t ===" >>"$OUTDIR/sanitizer.log"
-      TIEBREAK_GPU_SWEEP_LOG2=16 TIEBREAK_MMA_GPU_CASES=65536 timeout "$b" compute-sanitizer --tool "$tool" \
+      TIEBREAK_GPU_SWEEP_LOG2=16 TIEBREAK_MMA_GPU_CASES=65536 TIEBREAK_FLASH_GPU_REDUCED=1 timeout "$b" compute-sanitizer --tool "$tool" \
         --error-exitcode 99 "$exe" --gtest_brief=1 >"$OUTDIR/san-$tool-$t.log" 2>&1
       rc=$?
       cat "$OUTDIR/san-$tool-$t.log" >>"$OUTDIR/sanitizer.log"

@@ -41,6 +41,37 @@ struct device_backend {
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(s), "r"(ok ? 16 : 0));
     }
   }
+  // Fragment loads with ldmatrix: lane l supplies the address of row l % 8 of matrix l / 8; each
+  // matrix is 8 rows of one 16-byte chunk of the swizzled tile. Without .trans lane 4g + t receives
+  // (row g, columns 2t, 2t+1) of each matrix, with .trans (rows 2t, 2t+1, column g): exactly the
+  // fragments of attn::load_a / load_b_nmajor / load_b_kmajor (tests/gpu/attn/flash_gpu_test.cu).
+  template <int C>
+  __device__ __forceinline__ static unsigned tile_addr(const std::uint16_t* tile, int row, int col) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(tile + attn::swz<C>(row, col)));
+  }
+  template <int C>
+  __device__ __forceinline__ static void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0,
+                                                int lane) {
+    const int m = lane >> 3, r = lane & 7;  // matrices: (rows +0, cols +0), (+8, +0), (+0, +8), (+8, +8)
+    const unsigned addr = tile_addr<C>(tile, row0 + r + 8 * (m & 1), col0 + 8 * (m >> 1));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                 : "r"(addr));
+  }
+  template <int C>
+  __device__ __forceinline__ static void load_b_nmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int n0, int k0,
+                                                       int lane) {
+    const int m = (lane >> 3) & 1, r = lane & 7;  // matrices: columns k0 and k0 + 8 of rows n0..n0+7
+    const unsigned addr = tile_addr<C>(tile, n0 + r, k0 + 8 * m);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(addr));
+  }
+  template <int C>
+  __device__ __forceinline__ static void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0,
+                                                       int lane) {
+    const int m = (lane >> 3) & 1, r = lane & 7;  // matrices: rows k0..k0+7 and k0+8..k0+15, columns n0..n0+7
+    const unsigned addr = tile_addr<C>(tile, k0 + r + 8 * m, n0);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(addr));
+  }
   __device__ __forceinline__ static std::uint32_t pack_bf16x2_rne(float lo, float hi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // cvt.rn.bf16x2.f32: .x (low half) = lo
     return *reinterpret_cast<const std::uint32_t*>(&v);

@@ -21,6 +21,9 @@
 ///                         tile (rows >= valid_rows are zero); async on the device, then
 ///   be.commit(), be.wait<N>()                   cp.async.commit_group / wait_group N
 ///   be.smem()             the block's shared memory
+///   be.load_a/load_b_nmajor/load_b_kmajor<C>(frag, tile, ...)   a fragment from a swizzled tile, with
+///                         the semantics of the portable functions of the same name below (the
+///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test)
 /// Every arithmetic decision — the f32 operations (tiebreak::f32, round-to-nearest-even, named), the
 /// software exp2/log2, the bf16 narrowings (fast.hpp, proven equal to round_pack) — is made in this
 /// header, so kernel and twin agree bit for bit wherever the backend's mma agrees with the model
@@ -406,7 +409,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     for (int kc = 0; kc < KC; ++kc) {
       TIEBREAK_UNROLL
       for (int nb = 0; nb < NB; ++nb) {
-        be.for_threads([&](int tid) { load_b_nmajor<D>(regs[be.slot(tid)].kb, kt_s, 8 * nb, 16 * kc, tid & 31); });
+        be.for_threads([&](int tid) { be.template load_b_nmajor<D>(regs[be.slot(tid)].kb, kt_s, 8 * nb, 16 * kc, tid & 31); });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
           return mma_frags{r.q[kc], r.kb, r.s[nb]};
@@ -525,7 +528,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     for (int pk = 0; pk < PK; ++pk) {
       TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
-        be.for_threads([&](int tid) { load_b_kmajor<D>(regs[be.slot(tid)].kb, vt_s, 16 * pk, 8 * dn, tid & 31); });
+        be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].kb, vt_s, 16 * pk, 8 * dn, tid & 31); });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
           return mma_frags{r.p[pk], r.kb, r.o[dn]};
@@ -781,8 +784,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
         for (int nb = 0; nb < NB; ++nb) {
           be.for_threads([&](int tid) {
             R& r = regs[be.slot(tid)];
-            load_a<D>(r.fa, ks, 16 * (tid >> 5), 16 * kc, tid & 31);
-            load_b_nmajor<D>(r.fb, qs, 8 * nb, 16 * kc, tid & 31);
+            be.template load_a<D>(r.fa, ks, 16 * (tid >> 5), 16 * kc, tid & 31);
+            be.template load_b_nmajor<D>(r.fb, qs, 8 * nb, 16 * kc, tid & 31);
           });
           be.mma([&](int tid) {
             R& r = regs[be.slot(tid)];
@@ -790,8 +793,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
           });
           be.for_threads([&](int tid) {
             R& r = regs[be.slot(tid)];
-            load_a<D>(r.fa, vs, 16 * (tid >> 5), 16 * kc, tid & 31);
-            load_b_nmajor<D>(r.fb, dos, 8 * nb, 16 * kc, tid & 31);
+            be.template load_a<D>(r.fa, vs, 16 * (tid >> 5), 16 * kc, tid & 31);
+            be.template load_b_nmajor<D>(r.fb, dos, 8 * nb, 16 * kc, tid & 31);
           });
           be.mma([&](int tid) {
             R& r = regs[be.slot(tid)];
@@ -827,7 +830,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       for (int pk = 0; pk < PK; ++pk) {
         TIEBREAK_UNROLL
         for (int dn = 0; dn < DN; ++dn) {
-          be.for_threads([&](int tid) { load_b_kmajor<D>(regs[be.slot(tid)].fb, dos, 16 * pk, 8 * dn, tid & 31); });
+          be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, dos, 16 * pk, 8 * dn, tid & 31); });
           be.mma([&](int tid) {
             R& r = regs[be.slot(tid)];
             return mma_frags{r.pa[pk], r.fb, r.dv[dn]};
@@ -849,7 +852,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       for (int pk = 0; pk < PK; ++pk) {
         TIEBREAK_UNROLL
         for (int dn = 0; dn < DN; ++dn) {
-          be.for_threads([&](int tid) { load_b_kmajor<D>(regs[be.slot(tid)].fb, qs, 16 * pk, 8 * dn, tid & 31); });
+          be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, qs, 16 * pk, 8 * dn, tid & 31); });
           be.mma([&](int tid) {
             R& r = regs[be.slot(tid)];
             return mma_frags{r.pa[pk], r.fb, r.dk[dn]};
@@ -943,8 +946,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
       for (int nb = 0; nb < NB; ++nb) {
         be.for_threads([&](int tid) {
           R& r = regs[be.slot(tid)];
-          load_a<D>(r.fa, qs, 16 * (tid >> 5), 16 * kc, tid & 31);
-          load_b_nmajor<D>(r.fb, ks, 8 * nb, 16 * kc, tid & 31);
+          be.template load_a<D>(r.fa, qs, 16 * (tid >> 5), 16 * kc, tid & 31);
+          be.template load_b_nmajor<D>(r.fb, ks, 8 * nb, 16 * kc, tid & 31);
         });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
@@ -952,8 +955,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
         });
         be.for_threads([&](int tid) {
           R& r = regs[be.slot(tid)];
-          load_a<D>(r.fa, dos, 16 * (tid >> 5), 16 * kc, tid & 31);
-          load_b_nmajor<D>(r.fb, vs, 8 * nb, 16 * kc, tid & 31);
+          be.template load_a<D>(r.fa, dos, 16 * (tid >> 5), 16 * kc, tid & 31);
+          be.template load_b_nmajor<D>(r.fb, vs, 8 * nb, 16 * kc, tid & 31);
         });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
@@ -987,7 +990,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     for (int pk = 0; pk < PK; ++pk) {
       TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
-        be.for_threads([&](int tid) { load_b_kmajor<D>(regs[be.slot(tid)].fb, ks, 16 * pk, 8 * dn, tid & 31); });
+        be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, ks, 16 * pk, 8 * dn, tid & 31); });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
           return mma_frags{r.pa[pk], r.fb, r.dq[dn]};

@@ -37,6 +37,18 @@ struct twin_backend {
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) dst[attn::swz<C>(r, c)] = r < valid ? src[static_cast<std::size_t>(r) * C + c] : 0;
   }
+  template <int C>
+  static void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0, int lane) {
+    attn::load_a<C>(a, tile, row0, col0, lane);
+  }
+  template <int C>
+  static void load_b_nmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int n0, int k0, int lane) {
+    attn::load_b_nmajor<C>(b, tile, n0, k0, lane);
+  }
+  template <int C>
+  static void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0, int lane) {
+    attn::load_b_kmajor<C>(b, tile, k0, n0, lane);
+  }
   static std::uint32_t pack_bf16x2_rne(float lo, float hi) noexcept {
     return attn::pack2(f32_bits_to_bf16_rne(f32_to_bits(lo)), f32_bits_to_bf16_rne(f32_to_bits(hi)));
   }
