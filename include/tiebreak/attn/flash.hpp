@@ -442,7 +442,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[0]; });
     be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[1]; });
 
-    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals.
+    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals:
+    // only where something reads them (the debias offset, the probe).
+    constexpr bool counting = Mode == out_mode::debias || Probe::enabled;
+    if constexpr (counting) {
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       TIEBREAK_UNROLL
@@ -469,6 +472,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tn[0]; });
       be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tn[1]; });
     }
+    }
 
     // Online softmax: new maximum and offset, rescale factor, P-bar, row sums, P in bf16.
     be.for_threads([&](int tid) {
@@ -478,12 +482,14 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       for (int x = 0; x < 2; ++x) {
         const float mo = r.m[x];
         const float mn = f32::max(mo, r.tmax[x]);
-        if (mn > mo || mo == -f32::inf) {
-          r.cnt[x] = r.tc[x];
-          r.near[x] = r.tn[x];
-        } else {
-          r.cnt[x] += r.tc[x];
-          r.near[x] += r.tn[x];
+        if constexpr (counting) {
+          if (mn > mo || mo == -f32::inf) {
+            r.cnt[x] = r.tc[x];
+            r.near[x] = r.tn[x];
+          } else {
+            r.cnt[x] += r.tc[x];
+            r.near[x] += r.tn[x];
+          }
         }
         const float on = row_offset<Mode>(mn, r.cnt[x], c);
         const float alpha = mo == -f32::inf ? 0.0f : f32::exp2_sw(f32::sub_rn(r.off[x], on));
