@@ -18,7 +18,7 @@
 # to the tests), TIEBREAK_DEVICE_FILTER (gtest filter for the test stage), TIEBREAK_SANITIZE_TOOLS
 # (default "memcheck racecheck initcheck synccheck"), TIEBREAK_MMA_IDENTIFY (a tiebreak_mma_identify built
 # elsewhere, tried first by the mma stage), TIEBREAK_MMA_BUDGET (validation seconds, default 60),
-# TIEBREAK_ATTN_BENCH_BUDGET (seconds of the attn-bench stage's measurements, default 150) and
+# TIEBREAK_ATTN_BENCH_BUDGET (seconds of the attn-bench stage's measurements, default 120) and
 # TIEBREAK_ATTN_BENCH_ARGS (more options of tools/attention-bench.py, e.g. "--dims 64,128 --scaling both"),
 # TIEBREAK_PYTHON (the Python with torch, default python3).
 # The mma stage runs the tensor-core identification, tiebreak_mma_identify (elimination, >= 1e8-case validation within the budget,
@@ -311,9 +311,10 @@ fi
 # this one call, and merges both into one table: $OUTDIR/attention-bench.md and .json (with the date,
 # the device and the torch version), the program's JSON lines in $OUTDIR/tiebreak.jsonl. Default: B·S =
 # 16k tokens, H = 16, D = 128, S = 1k/4k/16k, causal and not, the four modes with the probe off and
-# on, forward and forward+backward, 5 timed calls after 2 warm-ups (about 1 minute of measurements
-# when the kernels run at half of SDPA flash's speed). attn-bench-quick: S = 1k and 4k, probe off, 3
-# timed calls. Without attention_bench (no launchers, host dependencies missing) or without torch,
+# on, forward and forward+backward, 5 timed calls after 2 warm-ups: about 1.1 PFLOP of tiebreak calls
+# (10 s at 110 TFLOP/s) and a quarter of that for SDPA, plus torch's start; the measurements stop at
+# TIEBREAK_ATTN_BENCH_BUDGET seconds whatever the speed. attn-bench-quick: S = 1k and 4k, probe off,
+# 3 timed calls. Without attention_bench (no launchers, host dependencies missing) or without torch,
 # the half that can run still does and the table says what is missing.
 if want attn-bench || want attn-bench-quick; then
   ab_args=()
@@ -335,7 +336,7 @@ if want attn-bench || want attn-bench-quick; then
       status=1
     fi
   fi
-  budget=${TIEBREAK_ATTN_BENCH_BUDGET:-150}
+  budget=${TIEBREAK_ATTN_BENCH_BUDGET:-120}
   b=$(( $(left) - 10 ))
   [ "$budget" -gt $(( b - 30 )) ] && budget=$(( b - 30 ))
   if [ "$budget" -lt 20 ]; then say "attn-bench skipped: no time left"; else

@@ -246,7 +246,8 @@ json run_case(const bench_case& c, tensors& t, const options& o, cudaEvent_t sta
       r["error"] = bad;
       return r;
     }
-    for (int i = 1; i < o.warmup; ++i) call();
+    int calls = 1;
+    for (int i = 1; i < o.warmup; ++i, ++calls) call();
     std::vector<double> ms;
     for (int i = 0; i < o.reps; ++i) {
       cuda_ok(cudaEventRecord(start, nullptr), "cudaEventRecord");
@@ -256,6 +257,7 @@ json run_case(const bench_case& c, tensors& t, const options& o, cudaEvent_t sta
       float e = 0;
       cuda_ok(cudaEventElapsedTime(&e, start, stop), "cudaEventElapsedTime");
       ms.push_back(e);
+      ++calls;
     }
     std::sort(ms.begin(), ms.end());
     const std::size_t n = ms.size();
@@ -265,6 +267,11 @@ json run_case(const bench_case& c, tensors& t, const options& o, cudaEvent_t sta
     r["ms_min"] = ms.front();
     r["ms_max"] = ms.back();
     r["tflops"] = r["flops"].get<double>() / (median * 1e-3) / 1e12;
+    if (c.probe) {  // evidence that the probe ran: P-bar == 1 events per call, over every head
+      std::uint64_t p_one = 0;
+      for (const probe::head_counters& h : counters) p_one += h.p_one;
+      r["p_one_per_call"] = static_cast<double>(p_one) / calls;
+    }
   } catch (const std::invalid_argument& e) {  // a call the kernels do not support: reported, the rest runs
     r["kind"] = "error";
     r["error"] = e.what();
