@@ -457,6 +457,110 @@ def main(argv, log=lambda s: print(s, file=sys.stderr), show=print):
 
 
 # --- self-test ----------------------------------------------------------------------------------------
+def fake_torch_run(check):
+    """main() with a stand-in `torch` in sys.modules: every SDPA call takes 2 ms of event time, the
+    cuDNN backend raises RuntimeError for causal shapes. Returns the call counts."""
+    import contextlib
+    import types
+    calls = {"sdpa": 0, "grad": 0}
+    state = {"backend": None, "in_grad": False}
+
+    class Tensor:
+        def __init__(self, shape, grad=False):
+            self.shape, self.grad = shape, grad
+
+        def requires_grad_(self, g):
+            self.grad = g
+            return self
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            check(enable_timing, "events time")
+            self.t = None
+
+        def record(self):
+            self.t = calls["sdpa"] * 2.0
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return other.t - self.t
+
+    class Generator:
+        def __init__(self, device):
+            check(device == "cuda", "generator on the GPU")
+
+        def manual_seed(self, s):
+            pass
+
+    def randn(*shape, device, dtype, generator):
+        check(device == "cuda" and dtype == "bf16" and isinstance(generator, Generator), "randn arguments")
+        return Tensor(shape)
+
+    def sdpa(q, k, v, is_causal):
+        check(all(x.grad for x in (q, k, v)) and q.shape == k.shape == v.shape, "SDPA inputs require grad")
+        if state["backend"] == "CUDNN_ATTENTION" and is_causal:
+            raise RuntimeError("No available kernel. Aborting execution.\nmore text")
+        calls["sdpa"] += 1
+        return Tensor(q.shape, True)
+
+    def grad(out, inputs, grad_out):
+        check(len(inputs) == 3 and not grad_out.grad and grad_out.shape == out.shape, "autograd.grad arguments")
+        calls["grad"] += 1
+        return inputs
+
+    @contextlib.contextmanager
+    def sdpa_kernel(backends):
+        check(isinstance(backends, list) and len(backends) == 1, "one backend at a time")
+        state["backend"] = backends[0]
+        yield
+        state["backend"] = None
+
+    torch = types.ModuleType("torch")
+    torch.__version__ = "9.9-fake"
+    torch.version = types.SimpleNamespace(cuda="99.9")
+    torch.bfloat16 = "bf16"
+    torch.randn, torch.Generator = randn, Generator
+    torch.cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda i: "Fake H200",
+                                       synchronize=lambda: None, empty_cache=lambda: None, Event=Event)
+    torch.autograd = types.SimpleNamespace(grad=grad)
+    nn = types.ModuleType("torch.nn")
+    nn.functional = types.SimpleNamespace(scaled_dot_product_attention=sdpa)
+    att = types.ModuleType("torch.nn.attention")
+    att.SDPBackend = types.SimpleNamespace(FLASH_ATTENTION="FLASH_ATTENTION", CUDNN_ATTENTION="CUDNN_ATTENTION")
+    att.sdpa_kernel = sdpa_kernel
+    torch.nn, nn.attention = nn, att
+    saved = {m: sys.modules.get(m) for m in ("torch", "torch.nn", "torch.nn.attention")}
+    sys.modules.update({"torch": torch, "torch.nn": nn, "torch.nn.attention": att})
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            msgs = []
+            rc = main(["--no-bench", "--quick", "--out", d], log=msgs.append, show=msgs.append)
+            rep = json.load(open(os.path.join(d, "attention-bench.json")))
+    finally:
+        for m, v in saved.items():
+            if v is None:
+                sys.modules.pop(m, None)
+            else:
+                sys.modules[m] = v
+    check(rc == 0 and rep["device"] == "Fake H200" and rep["torch"] == "9.9-fake" and rep["torch_cuda"] == "99.9",
+          "report names the device and torch")
+    res, recs = rep["results"], rep["records"]
+    check(len(res) == 2 * 2 * 2 + 2 * 2 and all(close_to(r["ms"], 2.0) for r in res), "SDPA results, 2 ms each")
+    r = next(x for x in res if x["backend"] == "sdpa-cudnn" and x["seq"] == 4096 and x["pass"] == "fwd")
+    check(close_to(r["tflops"], flops(4, 16, 4096, 128, False, "fwd") / 2e-3 / 1e12) and close_to(r["vs_flash"], 1.0),
+          "SDPA TFLOP/s and ratio")
+    errs = [x for x in recs if x["kind"] == "error"]
+    check(len(errs) == 4 and all(x["backend"] == "sdpa-cudnn" and x["causal"] for x in errs)
+          and errs[0]["error"] == "No available kernel. Aborting execution.", "a refused shape is an error record")
+    return calls
+
+
+def close_to(a, b):
+    return a is not None and abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
 def self_test(bench):
     """The merge, ratios, goals and tables on synthetic numbers; the missing-half messages; and, with
     --bench, attention_bench's --dry-run records against flops() and its exit 2 on bad options."""
@@ -580,6 +684,12 @@ def self_test(bench):
         rep = json.load(open(os.path.join(d, "attention-bench.json")))
         check(rc == 0 and rep["device"] == "Fake GPU" and len(rep["results"]) == 1, "the program's records are read")
         check(rep["notes"] == ["attention_bench exited 1: attention_bench: the stand-in stops here"], "its failure is a note")
+
+    # The SDPA half against a stand-in torch module (the calls the script makes, each call 2 ms;
+    # cuDNN refuses causal shapes): the records, the error path, the report's torch fields.
+    calls = fake_torch_run(check)
+    check(calls["sdpa"] == (4 * 2 + 2 * 2) * (1 + 3), "SDPA calls: (flash: 4 shapes, cuDNN: 2) x 2 passes x (warm-up + reps)")
+    check(calls["grad"] == (4 + 2) * (1 + 3), "one autograd.grad per forward+backward call")
 
     # attention_bench itself: its planned cases, their FLOP counts, its bad-option exits.
     if bench:
