@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The one script the lent GPU machine runs, from the repository root:
-#   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit (default: the first
-#                                         five; audit runs only when named)
+#   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit attn-bench
+#                                         attn-bench-quick (default: the first five; the others run
+#                                         only when named)
 # Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
 # every table instruction, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
 # sweep times and mismatch counts. Logs go to $OUT (the device tool's return folder) or build-device/out.
@@ -16,7 +17,10 @@
 # (seconds from start after which no new stage starts, default 560), TIEBREAK_GPU_SWEEP_LOG2 (passed
 # to the tests), TIEBREAK_DEVICE_FILTER (gtest filter for the test stage), TIEBREAK_SANITIZE_TOOLS
 # (default "memcheck racecheck initcheck synccheck"), TIEBREAK_MMA_IDENTIFY (a tiebreak_mma_identify built
-# elsewhere, tried first by the mma stage), TIEBREAK_MMA_BUDGET (validation seconds, default 60).
+# elsewhere, tried first by the mma stage), TIEBREAK_MMA_BUDGET (validation seconds, default 60),
+# TIEBREAK_ATTN_BENCH_BUDGET (seconds of the attn-bench stage's measurements, default 120) and
+# TIEBREAK_ATTN_BENCH_ARGS (more options of tools/attention-bench.py, e.g. "--dims 64,128 --scaling both"),
+# TIEBREAK_PYTHON (the Python with torch, default python3).
 # The mma stage runs the tensor-core identification, tiebreak_mma_identify (elimination, >= 1e8-case validation within the budget,
 # GEMM identity); its GoogleTest twins (tests/mma/gpu) run in the test stage at 4e6 cases per
 # instruction (10^8 with TIEBREAK_TEST_LEVEL=full builds, or tools/device-mma.sh MMA_GTEST=1).
@@ -51,16 +55,16 @@ say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
 # --- configure + build -----------------------------------------------------------------------------
 GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test random_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_identify)
 # Targets that exist only in some checkouts (added by later work) are built when CMake knows them.
-OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test)
+OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test flash_gpu_test)
 # Built with the GPU targets when the full configure works, so the audit stage reuses them.
 AUDIT_HOST_TARGETS=(audit_bench tiebreak_cli)
+# With the benchmarks (the audit stage times audit_bench) where Google Benchmark is installed.
+full_cfg() {
+  cmake -S "$ROOT" -B "$BUILD/full" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
+    "-DCMAKE_CUDA_ARCHITECTURES=90-real;90a-real" -DTIEBREAK_BUILD_BENCHMARKS="$1" -DTIEBREAK_BUILD_TESTS=ON >>"$LOG" 2>&1
+}
 if want build; then
   mode=""
-  # With the benchmarks (the audit stage times audit_bench) where Google Benchmark is installed.
-  full_cfg() {
-    cmake -S "$ROOT" -B "$BUILD/full" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
-      "-DCMAKE_CUDA_ARCHITECTURES=90-real;90a-real" -DTIEBREAK_BUILD_BENCHMARKS="$1" -DTIEBREAK_BUILD_TESTS=ON >>"$LOG" 2>&1
-  }
   if full_cfg ON || { rm -f "$BUILD/full/CMakeCache.txt"; full_cfg OFF; }; then
     mode=full
   else
@@ -287,7 +291,7 @@ if want sanitize; then
       [ "$b" -lt 15 ] && { say "sanitizer $tool $t skipped: no time left"; echo "$tool $t SKIPPED (time)" >>"$OUTDIR/sanitizer-summary.txt"; continue; }
       t0=$(date +%s)
       echo "=== compute-sanitizer --tool $tool $t ===" >>"$OUTDIR/sanitizer.log"
-      TIEBREAK_GPU_SWEEP_LOG2=16 TIEBREAK_MMA_GPU_CASES=65536 timeout "$b" compute-sanitizer --tool "$tool" \
+      TIEBREAK_GPU_SWEEP_LOG2=16 TIEBREAK_MMA_GPU_CASES=65536 TIEBREAK_FLASH_GPU_REDUCED=1 timeout "$b" compute-sanitizer --tool "$tool" \
         --error-exitcode 99 "$exe" --gtest_brief=1 >"$OUTDIR/san-$tool-$t.log" 2>&1
       rc=$?
       cat "$OUTDIR/san-$tool-$t.log" >>"$OUTDIR/sanitizer.log"
@@ -299,6 +303,53 @@ if want sanitize; then
       [ "$rc" -ne 0 ] && status=1
     done
   done
+fi
+
+# --- attn-bench: the attention kernels against PyTorch SDPA (issues 17, 18; docs/attention-bench.md) ---
+# Builds attention_bench in the full build folder (configuring it when the build stage did not), then
+# tools/attention-bench.py runs it and times SDPA's flash and cuDNN backends on the same shapes, in
+# this one call, and merges both into one table: $OUTDIR/attention-bench.md and .json (with the date,
+# the device and the torch version), the program's JSON lines in $OUTDIR/tiebreak.jsonl. Default: B·S =
+# 16k tokens, H = 16, D = 128, S = 1k/4k/16k, causal and not, the four modes with the probe off and
+# on, forward and forward+backward, 5 timed calls after 2 warm-ups: about 1.1 PFLOP of tiebreak calls
+# (10 s at 110 TFLOP/s) and a quarter of that for SDPA, plus torch's start; the measurements stop at
+# TIEBREAK_ATTN_BENCH_BUDGET seconds whatever the speed. attn-bench-quick: S = 1k and 4k, probe off,
+# 3 timed calls. Without attention_bench (no launchers, host dependencies missing) or without torch,
+# the half that can run still does and the table says what is missing.
+if want attn-bench || want attn-bench-quick; then
+  ab_args=()
+  want attn-bench-quick && ! want attn-bench && ab_args+=(--quick)
+  read -r -a ab_extra <<<"${TIEBREAK_ATTN_BENCH_ARGS:-}"
+  ab_bin="$BUILD/full/bench/attention_bench"
+  if [ ! -f "$BUILD/full/CMakeCache.txt" ]; then
+    say "attn-bench: configuring $BUILD/full"
+    full_cfg ON || { rm -f "$BUILD/full/CMakeCache.txt"; full_cfg OFF; } || say "attn-bench: configure failed; see $LOG"
+  fi
+  b=$(( $(left) - 60 ))
+  if [ -f "$BUILD/full/CMakeCache.txt" ] && [ "$b" -gt 30 ]; then
+    t0=$(date +%s)
+    if timeout "$b" cmake --build "$BUILD/full" -j "$JOBS" --target attention_bench >>"$LOG" 2>&1 && [ -x "$ab_bin" ]; then
+      say "attn-bench: attention_bench built in $(( $(date +%s) - t0 ))s"
+    else
+      say "attn-bench: attention_bench did not build (no attention launchers in this tree?); see $LOG"
+      grep -E "error|undefined reference" "$LOG" | tail -8 | tee -a "$OUTDIR/attn-bench.log"
+      status=1
+    fi
+  fi
+  budget=${TIEBREAK_ATTN_BENCH_BUDGET:-120}
+  b=$(( $(left) - 10 ))
+  [ "$budget" -gt $(( b - 30 )) ] && budget=$(( b - 30 ))
+  if [ "$budget" -lt 20 ]; then say "attn-bench skipped: no time left"; else
+    say "attn-bench: tools/attention-bench.py ${ab_args[*]} ${ab_extra[*]} (measurements <= ${budget}s)"
+    t0=$(date +%s)
+    timeout "$b" "${TIEBREAK_PYTHON:-python3}" "$ROOT/tools/attention-bench.py" --bench "$ab_bin" --out "$OUTDIR" \
+      --max-seconds "$budget" "${ab_args[@]}" "${ab_extra[@]}" >/dev/null 2>>"$OUTDIR/attn-bench.log"
+    rc=$?
+    say "attn-bench: exit $rc in $(( $(date +%s) - t0 ))s$([ -f "$OUTDIR/attention-bench.md" ] && echo "; table in $OUTDIR/attention-bench.md")"
+    [ "$rc" -ne 0 ] && status=1
+    grep -E "^attention-bench:|not measured|exited" "$OUTDIR/attn-bench.log" | tail -5 | tee -a "$LOG"
+    [ -f "$OUTDIR/attention-bench.md" ] && sed -n '/^## Forward, D = 128/,/^## Every timed case/p' "$OUTDIR/attention-bench.md" | tee -a "$LOG"
+  fi
 fi
 
 # --- summary ---------------------------------------------------------------------------------------

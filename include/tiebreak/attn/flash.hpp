@@ -21,6 +21,9 @@
 ///                         tile (rows >= valid_rows are zero); async on the device, then
 ///   be.commit(), be.wait<N>()                   cp.async.commit_group / wait_group N
 ///   be.smem()             the block's shared memory
+///   be.load_a/load_b_nmajor/load_b_kmajor<C>(frag, tile, ...)   a fragment from a swizzled tile, with
+///                         the semantics of the portable functions of the same name below (the
+///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test)
 /// Every arithmetic decision — the f32 operations (tiebreak::f32, round-to-nearest-even, named), the
 /// software exp2/log2, the bf16 narrowings (fast.hpp, proven equal to round_pack) — is made in this
 /// header, so kernel and twin agree bit for bit wherever the backend's mma agrees with the model
@@ -48,6 +51,13 @@
 #include "tiebreak/fp/random.hpp"
 #include "tiebreak/fp/value.hpp"
 #include "tiebreak/probe/probe.hpp"
+
+#if defined(__CUDA_ARCH__)
+/// Fully unrolls a loop over register fragments (indices must be constants to stay in registers).
+#define TIEBREAK_UNROLL _Pragma("unroll")
+#else
+#define TIEBREAK_UNROLL
+#endif
 
 namespace tiebreak::attn {
 
@@ -161,12 +171,14 @@ struct flash_consts {
   float scale_log2 = 0;  ///< c = scale · log2(e), rounded once from double to f32 (nearest-even)
   float near_raw = 0;    ///< near_tolerance / scale in raw-score units, rounded once from double
   float beta = 2;
+  float scale = 1;       ///< the scale rounded once to f32 (dQ = scale · dS K, dK = scale · dSᵀ Q)
 };
 TIEBREAK_HDC flash_consts make_consts(const flash_args& a) noexcept {
   flash_consts c;
   c.scale_log2 = static_cast<float>(a.prob.scale * 1.4426950408889634074);  // double -> f32: nearest-even
   c.near_raw = static_cast<float>(static_cast<double>(a.opt.near_tolerance) / a.prob.scale);
   c.beta = a.opt.beta;
+  c.scale = static_cast<float>(a.prob.scale);
   return c;
 }
 inline constexpr float ln2_f32 = 0x1.62e430p-1f;    ///< ln 2 rounded to f32
@@ -208,6 +220,7 @@ TIEBREAK_HDC std::uint32_t pack2(std::uint16_t lo, std::uint16_t hi) noexcept {
 template <int C>
 TIEBREAK_HDC void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0, int lane) noexcept {
   const int g = lane >> 2, t = lane & 3;
+  TIEBREAK_UNROLL
   for (int r = 0; r < 4; ++r) {
     const int row = row0 + g + 8 * (r & 1), col = col0 + 2 * t + 8 * (r >> 1);
     const int o = swz<C>(row, col);
@@ -218,6 +231,7 @@ TIEBREAK_HDC void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int r
 template <int C>
 TIEBREAK_HDC void load_b_nmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int n0, int k0, int lane) noexcept {
   const int g = lane >> 2, t = lane & 3;
+  TIEBREAK_UNROLL
   for (int r = 0; r < 2; ++r) {
     const int o = swz<C>(n0 + g, k0 + 2 * t + 8 * r);
     b[r] = pack2(tile[o], tile[o + 1]);
@@ -227,6 +241,7 @@ TIEBREAK_HDC void load_b_nmajor(std::uint32_t (&b)[2], const std::uint16_t* tile
 template <int C>
 TIEBREAK_HDC void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0, int lane) noexcept {
   const int g = lane >> 2, t = lane & 3;
+  TIEBREAK_UNROLL
   for (int r = 0; r < 2; ++r) {
     const int k = k0 + 2 * t + 8 * r;
     b[r] = pack2(tile[swz<C>(k, n0 + g)], tile[swz<C>(k + 1, n0 + g)]);
@@ -335,7 +350,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    TIEBREAK_UNROLL
     for (int kc = 0; kc < KC; ++kc) {
+      TIEBREAK_UNROLL
       for (int i = 0; i < 4; ++i) {
         const int row = q0 + 16 * w + g + 8 * (i & 1), col = 16 * kc + 2 * t + 8 * (i >> 1);
         if (row < seq_q) {
@@ -346,8 +363,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         }
       }
     }
+    TIEBREAK_UNROLL
     for (int i = 0; i < DN; ++i)
+      TIEBREAK_UNROLL
       for (int j = 0; j < 4; ++j) r.o[i][j] = 0.0f;
+    TIEBREAK_UNROLL
     for (int x = 0; x < 2; ++x) {
       r.m[x] = -f32::inf;
       r.off[x] = 0.0f;
@@ -380,12 +400,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     // S = Q Kᵀ: per element, the chain of mma over the 16-wide chunks of the head dim, in order.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
+      TIEBREAK_UNROLL
       for (int nb = 0; nb < NB; ++nb)
+        TIEBREAK_UNROLL
         for (int j = 0; j < 4; ++j) r.s[nb][j] = 0.0f;
     });
+    TIEBREAK_UNROLL
     for (int kc = 0; kc < KC; ++kc) {
+      TIEBREAK_UNROLL
       for (int nb = 0; nb < NB; ++nb) {
-        be.for_threads([&](int tid) { load_b_nmajor<D>(regs[be.slot(tid)].kb, kt_s, 8 * nb, 16 * kc, tid & 31); });
+        be.for_threads([&](int tid) { be.template load_b_nmajor<D>(regs[be.slot(tid)].kb, kt_s, 8 * nb, 16 * kc, tid & 31); });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
           return mma_frags{r.q[kc], r.kb, r.s[nb]};
@@ -398,11 +422,14 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+      TIEBREAK_UNROLL
       for (int x = 0; x < 2; ++x) {
         const int row = q0 + 16 * w + g + 8 * x;
         const int vis = row < seq_q ? static_cast<int>(a.prob.visible_keys(row)) : seq_k;
         float mx = -f32::inf;
+        TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb) {
+          TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
             float& sv = r.s[nb][2 * x + e];
             if (need_mask && k0 + 8 * nb + 2 * t + e >= vis) sv = -f32::inf;
@@ -415,14 +442,20 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[0]; });
     be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[1]; });
 
-    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals.
+    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals:
+    // only where something reads them (the debias offset, the probe).
+    constexpr bool counting = Mode == out_mode::debias || Probe::enabled;
+    if constexpr (counting) {
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
+      TIEBREAK_UNROLL
       for (int x = 0; x < 2; ++x) {
         const float mn = f32::max(r.m[x], r.tmax[x]);
         const float lo = f32::sub_rn(mn, c.near_raw);
         std::uint32_t ce = 0, cn = 0;
+        TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb) {
+          TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
             const float sv = r.s[nb][2 * x + e];
             ce += sv == mn && mn != -f32::inf ? 1u : 0u;
@@ -439,20 +472,24 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tn[0]; });
       be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tn[1]; });
     }
+    }
 
     // Online softmax: new maximum and offset, rescale factor, P-bar, row sums, P in bf16.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+      TIEBREAK_UNROLL
       for (int x = 0; x < 2; ++x) {
         const float mo = r.m[x];
         const float mn = f32::max(mo, r.tmax[x]);
-        if (mn > mo || mo == -f32::inf) {
-          r.cnt[x] = r.tc[x];
-          r.near[x] = r.tn[x];
-        } else {
-          r.cnt[x] += r.tc[x];
-          r.near[x] += r.tn[x];
+        if constexpr (counting) {
+          if (mn > mo || mo == -f32::inf) {
+            r.cnt[x] = r.tc[x];
+            r.near[x] = r.tn[x];
+          } else {
+            r.cnt[x] += r.tc[x];
+            r.near[x] += r.tn[x];
+          }
         }
         const float on = row_offset<Mode>(mn, r.cnt[x], c);
         const float alpha = mo == -f32::inf ? 0.0f : f32::exp2_sw(f32::sub_rn(r.off[x], on));
@@ -460,7 +497,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         r.off[x] = on;
         float l = f32::mul_rn(r.l[x], alpha);
         const int row = q0 + 16 * w + g + 8 * x;
+        TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb) {
+          TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
             float& sv = r.s[nb][2 * x + e];
             sv = f32::exp2_sw(score_x<Sc>(sv, on, c));
@@ -475,11 +514,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           }
         }
         r.l[x] = l;
+        TIEBREAK_UNROLL
         for (int dn = 0; dn < DN; ++dn) {
           r.o[dn][2 * x] = f32::mul_rn(r.o[dn][2 * x], alpha);
           r.o[dn][2 * x + 1] = f32::mul_rn(r.o[dn][2 * x + 1], alpha);
         }
       }
+      TIEBREAK_UNROLL
       for (int pk = 0; pk < PK; ++pk) {
         r.p[pk][0] = be.pack_bf16x2_rne(r.s[2 * pk][0], r.s[2 * pk][1]);
         r.p[pk][1] = be.pack_bf16x2_rne(r.s[2 * pk][2], r.s[2 * pk][3]);
@@ -489,9 +530,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     });
 
     // O += P V: per element, the chain over the 16-key chunks of the tile, in order.
+    TIEBREAK_UNROLL
     for (int pk = 0; pk < PK; ++pk) {
+      TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
-        be.for_threads([&](int tid) { load_b_kmajor<D>(regs[be.slot(tid)].kb, vt_s, 16 * pk, 8 * dn, tid & 31); });
+        be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].kb, vt_s, 16 * pk, 8 * dn, tid & 31); });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
           return mma_frags{r.p[pk], r.kb, r.o[dn]};
@@ -507,6 +550,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    TIEBREAK_UNROLL
     for (int x = 0; x < 2; ++x) {
       const int row = q0 + 16 * w + g + 8 * x;
       if (row >= seq_q) continue;
@@ -514,7 +558,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       const bool empty = l == 0.0f || f32::is_nan(l);
       const float inv = empty ? 1.0f : f32::div_rn(1.0f, l);
       const std::size_t orow = sh.o_offset(b, h, row);
+      TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
+        TIEBREAK_UNROLL
         for (int e = 0; e < 2; ++e) {
           const int col = 8 * dn + 2 * t + e;
           const float of = f32::mul_rn(r.o[dn][2 * x + e], inv);
@@ -580,6 +626,399 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       }
     });
   }
+}
+
+
+// --- the backward pass -----------------------------------------------------------------------------
+// Three deterministic kernels (no floating-point atomics), each a function below:
+//   1. flash_delta_block:  delta[i] = Σ_c dO[i][c] · O[i][c] (fma chain over c in order; O as the mode
+//      stored it), and the probe's delta error against the same sum over the f32 O;
+//   2. flash_dkdv_block:   64 keys of one key/value head: over the heads of its group and the query
+//      tiles in order, Sᵀ = K Qᵀ, Pᵀ, dPᵀ = V dOᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − delta), dV += Pᵀ dO, dK += dSᵀ Q;
+//   3. flash_dq_block:     64 query rows: over the key tiles in order, S, P, dP = dO Vᵀ, dS, dQ += dS K.
+// P = exp2(x) with x from the raw score and lse2 = LSE ⊗ log2 e (score_x; a row with LSE = −Inf has
+// P = 0). Sᵀ and S (and dPᵀ and dP) are bit-identical: each element is the same chain of fused
+// tensor-core steps over the same exact products. dQ, dK, dV: f32 accumulators ⊗ scale, then bf16
+// (round-to-nearest-even).
+
+inline constexpr int bwd_warps = 4;
+inline constexpr int bwd_threads = 32 * bwd_warps;
+inline constexpr int bwd_rows = 16 * bwd_warps;  ///< query rows per dQ block, keys per dK/dV block
+inline constexpr int bwd_tile = 64;              ///< the other side's tile
+
+/// Shared memory of the dK/dV and dQ kernels: four bf16 tiles of 64 x D and two rows of 64 floats.
+template <int D>
+inline constexpr std::size_t bwd_smem_bytes = std::size_t{4} * 64 * D * 2 + 2 * 64 * 4;
+/// Shared memory of the delta kernel (probed): one head_counters per thread.
+inline constexpr std::size_t delta_smem_bytes = sizeof(probe::head_counters) * bwd_threads;
+
+/// lse2 of a row: LSE ⊗ log2 e; +Inf for a row that sees no key (LSE = −Inf), so that every P is 0.
+TIEBREAK_FORCEINLINE TIEBREAK_HD float lse_log2(float lse) noexcept {
+  return lse == -f32::inf ? f32::inf : f32::mul_rn(lse, log2e_f32);
+}
+
+/// P of a visible score s of a row with lse2 (0 when not visible).
+template <score_scaling Sc>
+TIEBREAK_FORCEINLINE TIEBREAK_HD float recompute_p(float s, float lse2, bool visible, const flash_consts& c) noexcept {
+  if (!visible || lse2 == f32::inf) return 0.0f;
+  return f32::exp2_sw(score_x<Sc>(s, lse2, c));
+}
+
+/// delta of 128 rows [blk·128, ...) of (b, h).
+template <class Be, out_mode Mode, class Probe>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_delta_block(Be& be, const flash_args& a, int b, int h, int blk,
+                                                        probe::head_counters* block_counters) {
+  const shape& sh = a.prob.shape;
+  const int dim = static_cast<int>(sh.dim_v);
+  Probe pr[Be::slots];
+  be.for_threads([&](int tid) {
+    const int row = blk * bwd_threads + tid;
+    if (row >= static_cast<int>(sh.seq_q)) return;
+    const std::size_t base = sh.o_offset(b, h, row);
+    float acc = 0.0f, acc32 = 0.0f;
+    for (int col = 0; col < dim; ++col) {
+      const float d = bits_to_f32(static_cast<std::uint32_t>(a.t.dout[base + col]) << 16);
+      const float o = Mode == out_mode::fp32 ? a.t.o_f32[base + col]
+                                             : bits_to_f32(static_cast<std::uint32_t>(a.t.o_bf16[base + col]) << 16);
+      acc = f32::fma_rn(d, o, acc);
+      if constexpr (Probe::enabled) {
+        if (a.t.o_f32) acc32 = f32::fma_rn(d, a.t.o_f32[base + col], acc32);
+      }
+    }
+    a.t.delta[sh.q_row(b, h, row)] = acc;
+    if constexpr (Probe::enabled) {
+      if (a.t.o_f32) {
+        probe::delta_error_event ev;
+        ev.at = {static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(row)};
+        ev.delta = acc;
+        ev.delta_f32_o = acc32;
+        pr[be.slot(tid)].on_delta_error(ev);
+      }
+    }
+  });
+  if constexpr (Probe::enabled) {
+    auto* sc = reinterpret_cast<probe::head_counters*>(be.smem());
+    be.for_threads([&](int tid) { sc[tid] = pr[be.slot(tid)].c; });
+    be.sync();
+    be.for_threads([&](int tid) {
+      if (tid == 0) {
+        probe::head_counters sum{};
+        for (int i = 0; i < bwd_threads; ++i) sum.merge(sc[i]);
+        *block_counters = sum;
+      }
+    });
+  }
+}
+
+/// Loads rows [row0, row0 + 64) of a bhsd tensor's (b, head) slice into a swizzled tile, and
+/// (optionally) 64 per-row floats.
+template <class Be, int D>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void load_rows(Be& be, std::uint16_t* tile, const std::uint16_t* src, int row0, int rows) {
+  const int valid = rows - row0 < 64 ? rows - row0 : 64;
+  be.template load_tile<64, D>(tile, src + static_cast<std::size_t>(row0) * D, valid);
+}
+
+template <int D>
+struct dkdv_regs {
+  static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
+  std::uint32_t fa[4];
+  std::uint32_t fb[2];
+  float st[NB][4];   ///< Sᵀ, then Pᵀ
+  float dpt[NB][4];  ///< dPᵀ, then dSᵀ
+  std::uint32_t pa[PK][4];
+  float dv[DN][4];
+  float dk[DN][4];
+};
+
+/// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh).
+template <class Be, int D, score_scaling Sc>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
+                                                       int kb) {
+  using R = dkdv_regs<D>;
+  constexpr int KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK;
+  const shape& sh = a.prob.shape;
+  const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
+  const int k0 = kb * bwd_rows;
+  std::uint16_t* ks = be.smem();
+  std::uint16_t* vs = ks + 64 * D;
+  std::uint16_t* qs = vs + 64 * D;
+  std::uint16_t* dos = qs + 64 * D;
+  float* lse2s = reinterpret_cast<float*>(dos + 64 * D);
+  float* deltas = lse2s + 64;
+  R regs[Be::slots];
+
+  load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
+  load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    TIEBREAK_UNROLL
+    for (int i = 0; i < DN; ++i)
+      TIEBREAK_UNROLL
+      for (int j = 0; j < 4; ++j) r.dv[i][j] = r.dk[i][j] = 0.0f;
+  });
+  const int first_row = static_cast<int>(a.prob.first_visible_row(static_cast<std::size_t>(k0 < seq_k ? k0 : seq_k - 1)));
+  const int qt0 = first_row / bwd_tile, n_qt = (seq_q + bwd_tile - 1) / bwd_tile;
+  const int group = static_cast<int>(sh.group());
+  for (int gh = 0; gh < group; ++gh) {
+    const int h = static_cast<int>(sh.q_head(static_cast<std::size_t>(kvh), static_cast<std::size_t>(gh)));
+    for (int qt = qt0; qt < n_qt; ++qt) {
+      const int q0 = qt * bwd_tile;
+      be.sync();  // the previous tile is consumed
+      load_rows<Be, D>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
+      load_rows<Be, D>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+      be.commit();
+      be.for_threads([&](int tid) {
+        if (tid < 64) {
+          const int row = q0 + tid;
+          lse2s[tid] = row < seq_q ? lse_log2(a.t.lse[sh.q_row(b, h, row)]) : f32::inf;
+          deltas[tid] = row < seq_q ? a.t.delta[sh.q_row(b, h, row)] : 0.0f;
+        }
+      });
+      be.template wait<0>();
+      be.sync();
+      // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ.
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; ++nb)
+          TIEBREAK_UNROLL
+          for (int j = 0; j < 4; ++j) r.st[nb][j] = r.dpt[nb][j] = 0.0f;
+      });
+      TIEBREAK_UNROLL
+      for (int kc = 0; kc < KC; ++kc) {
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; ++nb) {
+          be.for_threads([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            be.template load_a<D>(r.fa, ks, 16 * (tid >> 5), 16 * kc, tid & 31);
+            be.template load_b_nmajor<D>(r.fb, qs, 8 * nb, 16 * kc, tid & 31);
+          });
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.fa, r.fb, r.st[nb]};
+          });
+          be.for_threads([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            be.template load_a<D>(r.fa, vs, 16 * (tid >> 5), 16 * kc, tid & 31);
+            be.template load_b_nmajor<D>(r.fb, dos, 8 * nb, 16 * kc, tid & 31);
+          });
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.fa, r.fb, r.dpt[nb]};
+          });
+        }
+      }
+      // Pᵀ and dSᵀ (row = key, column = query).
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; ++nb) {
+          TIEBREAK_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
+            const bool vis = key < seq_k && row < seq_q && a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key));
+            const float p = recompute_p<Sc>(r.st[nb][i], lse2s[qc], vis, c);
+            r.st[nb][i] = p;
+            r.dpt[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dpt[nb][i], deltas[qc]));
+          }
+        }
+        TIEBREAK_UNROLL
+        for (int pk = 0; pk < PK; ++pk) {
+          r.pa[pk][0] = be.pack_bf16x2_rne(r.st[2 * pk][0], r.st[2 * pk][1]);
+          r.pa[pk][1] = be.pack_bf16x2_rne(r.st[2 * pk][2], r.st[2 * pk][3]);
+          r.pa[pk][2] = be.pack_bf16x2_rne(r.st[2 * pk + 1][0], r.st[2 * pk + 1][1]);
+          r.pa[pk][3] = be.pack_bf16x2_rne(r.st[2 * pk + 1][2], r.st[2 * pk + 1][3]);
+        }
+      });
+      // dV += Pᵀ dO.
+      TIEBREAK_UNROLL
+      for (int pk = 0; pk < PK; ++pk) {
+        TIEBREAK_UNROLL
+        for (int dn = 0; dn < DN; ++dn) {
+          be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, dos, 16 * pk, 8 * dn, tid & 31); });
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.pa[pk], r.fb, r.dv[dn]};
+          });
+        }
+      }
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        TIEBREAK_UNROLL
+        for (int pk = 0; pk < PK; ++pk) {
+          r.pa[pk][0] = be.pack_bf16x2_rne(r.dpt[2 * pk][0], r.dpt[2 * pk][1]);
+          r.pa[pk][1] = be.pack_bf16x2_rne(r.dpt[2 * pk][2], r.dpt[2 * pk][3]);
+          r.pa[pk][2] = be.pack_bf16x2_rne(r.dpt[2 * pk + 1][0], r.dpt[2 * pk + 1][1]);
+          r.pa[pk][3] = be.pack_bf16x2_rne(r.dpt[2 * pk + 1][2], r.dpt[2 * pk + 1][3]);
+        }
+      });
+      // dK += dSᵀ Q.
+      TIEBREAK_UNROLL
+      for (int pk = 0; pk < PK; ++pk) {
+        TIEBREAK_UNROLL
+        for (int dn = 0; dn < DN; ++dn) {
+          be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, qs, 16 * pk, 8 * dn, tid & 31); });
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.pa[pk], r.fb, r.dk[dn]};
+          });
+        }
+      }
+    }
+  }
+  be.commit();  // nothing left in flight when no query tile saw these keys
+  be.template wait<0>();
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    TIEBREAK_UNROLL
+    for (int dn = 0; dn < DN; ++dn) {
+      TIEBREAK_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const int key = k0 + 16 * w + g + 8 * (i >> 1), col = 8 * dn + 2 * t + (i & 1);
+        if (key >= seq_k) continue;
+        a.t.dv[sh.v_offset(b, kvh, key) + col] = f32_bits_to_bf16_rne(f32_to_bits(r.dv[dn][i]));
+        a.t.dk[sh.k_offset(b, kvh, key) + col] = f32_bits_to_bf16_rne(f32_to_bits(f32::mul_rn(r.dk[dn][i], c.scale)));
+      }
+    }
+  });
+}
+
+template <int D>
+struct dq_regs {
+  static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
+  std::uint32_t fa[4];
+  std::uint32_t fb[2];
+  float s[NB][4];   ///< S, then P
+  float dp[NB][4];  ///< dP, then dS
+  std::uint32_t pa[PK][4];
+  float dq[DN][4];
+  float lse2[2], delta[2];
+};
+
+/// dQ of query rows [qt·64, qt·64 + 64) of (b, h).
+template <class Be, int D, score_scaling Sc>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a, const flash_consts& c, int b, int h, int qt) {
+  using R = dq_regs<D>;
+  constexpr int KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK;
+  const shape& sh = a.prob.shape;
+  const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
+  const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
+  const int q0 = qt * bwd_rows;
+  const int last_row = (q0 + bwd_rows < seq_q ? q0 + bwd_rows : seq_q) - 1;
+  const int keys = static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(last_row)));
+  const int tiles = (keys + bwd_tile - 1) / bwd_tile;
+  std::uint16_t* qs = be.smem();
+  std::uint16_t* dos = qs + 64 * D;
+  std::uint16_t* ks = dos + 64 * D;
+  std::uint16_t* vs = ks + 64 * D;
+  R regs[Be::slots];
+
+  load_rows<Be, D>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
+  load_rows<Be, D>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    const int lane = tid & 31, w = tid >> 5, g = lane >> 2;
+    TIEBREAK_UNROLL
+    for (int i = 0; i < DN; ++i)
+      TIEBREAK_UNROLL
+      for (int j = 0; j < 4; ++j) r.dq[i][j] = 0.0f;
+    TIEBREAK_UNROLL
+    for (int x = 0; x < 2; ++x) {
+      const int row = q0 + 16 * w + g + 8 * x;
+      r.lse2[x] = row < seq_q ? lse_log2(a.t.lse[sh.q_row(b, h, row)]) : f32::inf;
+      r.delta[x] = row < seq_q ? a.t.delta[sh.q_row(b, h, row)] : 0.0f;
+    }
+  });
+  for (int kt = 0; kt < tiles; ++kt) {
+    const int k0 = kt * bwd_tile;
+    be.sync();
+    load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
+    load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
+    be.commit();
+    be.template wait<0>();
+    be.sync();
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; ++nb)
+        TIEBREAK_UNROLL
+        for (int j = 0; j < 4; ++j) r.s[nb][j] = r.dp[nb][j] = 0.0f;
+    });
+    TIEBREAK_UNROLL
+    for (int kc = 0; kc < KC; ++kc) {
+      TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; ++nb) {
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_a<D>(r.fa, qs, 16 * (tid >> 5), 16 * kc, tid & 31);
+          be.template load_b_nmajor<D>(r.fb, ks, 8 * nb, 16 * kc, tid & 31);
+        });
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.fa, r.fb, r.s[nb]};
+        });
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_a<D>(r.fa, dos, 16 * (tid >> 5), 16 * kc, tid & 31);
+          be.template load_b_nmajor<D>(r.fb, vs, 8 * nb, 16 * kc, tid & 31);
+        });
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.fa, r.fb, r.dp[nb]};
+        });
+      }
+    }
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+      TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; ++nb) {
+        TIEBREAK_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const int x = i >> 1, row = q0 + 16 * w + g + 8 * x, key = k0 + 8 * nb + 2 * t + (i & 1);
+          const bool vis = key < seq_k && row < seq_q && a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key));
+          const float p = recompute_p<Sc>(r.s[nb][i], r.lse2[x], vis, c);
+          r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
+        }
+      }
+      TIEBREAK_UNROLL
+      for (int pk = 0; pk < PK; ++pk) {
+        r.pa[pk][0] = be.pack_bf16x2_rne(r.dp[2 * pk][0], r.dp[2 * pk][1]);
+        r.pa[pk][1] = be.pack_bf16x2_rne(r.dp[2 * pk][2], r.dp[2 * pk][3]);
+        r.pa[pk][2] = be.pack_bf16x2_rne(r.dp[2 * pk + 1][0], r.dp[2 * pk + 1][1]);
+        r.pa[pk][3] = be.pack_bf16x2_rne(r.dp[2 * pk + 1][2], r.dp[2 * pk + 1][3]);
+      }
+    });
+    // dQ += dS K.
+    TIEBREAK_UNROLL
+    for (int pk = 0; pk < PK; ++pk) {
+      TIEBREAK_UNROLL
+      for (int dn = 0; dn < DN; ++dn) {
+        be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, ks, 16 * pk, 8 * dn, tid & 31); });
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.pa[pk], r.fb, r.dq[dn]};
+        });
+      }
+    }
+  }
+  be.commit();  // nothing left in flight when the rows see no key
+  be.template wait<0>();
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    TIEBREAK_UNROLL
+    for (int dn = 0; dn < DN; ++dn) {
+      TIEBREAK_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const int row = q0 + 16 * w + g + 8 * (i >> 1), col = 8 * dn + 2 * t + (i & 1);
+        if (row >= seq_q) continue;
+        a.t.dq[sh.q_offset(b, h, row) + col] = f32_bits_to_bf16_rne(f32_to_bits(f32::mul_rn(r.dq[dn][i], c.scale)));
+      }
+    }
+  });
 }
 
 }  // namespace tiebreak::attn

@@ -37,6 +37,18 @@ struct twin_backend {
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) dst[attn::swz<C>(r, c)] = r < valid ? src[static_cast<std::size_t>(r) * C + c] : 0;
   }
+  template <int C>
+  static void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0, int lane) {
+    attn::load_a<C>(a, tile, row0, col0, lane);
+  }
+  template <int C>
+  static void load_b_nmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int n0, int k0, int lane) {
+    attn::load_b_nmajor<C>(b, tile, n0, k0, lane);
+  }
+  template <int C>
+  static void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0, int lane) {
+    attn::load_b_kmajor<C>(b, tile, k0, n0, lane);
+  }
   static std::uint32_t pack_bf16x2_rne(float lo, float hi) noexcept {
     return attn::pack2(f32_bits_to_bf16_rne(f32_to_bits(lo)), f32_bits_to_bf16_rne(f32_to_bits(hi)));
   }
@@ -171,7 +183,69 @@ void forward_mode(const attn::flash_args& a, unsigned threads) {
   }
 }
 
+template <attn::out_mode M, class Probe>
+void delta_impl(const attn::flash_args& a, unsigned threads) {
+  const auto& s = a.prob.shape;
+  const std::size_t per_head = (s.seq_q + attn::bwd_threads - 1) / attn::bwd_threads;
+  const std::size_t n = per_head * s.batch * s.heads;
+  std::vector<probe::head_counters> partial(Probe::enabled ? n : 0);
+  parallel_blocks(n, threads, [&](std::size_t i) {
+    std::vector<std::uint16_t> smem(attn::delta_smem_bytes / 2 + 8);
+    twin_backend<attn::bwd_threads> be{smem.data()};
+    const std::size_t bh = i / per_head;
+    attn::flash_delta_block<twin_backend<attn::bwd_threads>, M, Probe>(
+        be, a, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads), static_cast<int>(i % per_head),
+        Probe::enabled ? &partial[i] : nullptr);
+  });
+  if constexpr (Probe::enabled) merge_counters(a, partial, per_head);
+}
+
+template <attn::out_mode M>
+void delta_probe(const attn::flash_args& a, unsigned threads) {
+  if (a.counters) delta_impl<M, attn::thread_counting_probe>(a, threads);
+  else delta_impl<M, probe::no_probe>(a, threads);
+}
+
+template <int D, attn::score_scaling Sc>
+void gradients(const attn::flash_args& a, unsigned threads) {
+  const attn::flash_consts c = attn::make_consts(a);
+  const auto& s = a.prob.shape;
+  using be_t = twin_backend<attn::bwd_threads>;
+  const std::size_t n_kb = (s.seq_k + attn::bwd_rows - 1) / attn::bwd_rows;
+  parallel_blocks(n_kb * s.batch * s.kv_heads, threads, [&](std::size_t i) {
+    std::vector<std::uint16_t> smem(attn::bwd_smem_bytes<D> / 2 + 8);
+    be_t be{smem.data()};
+    const std::size_t bk = i / n_kb;
+    attn::flash_dkdv_block<be_t, D, Sc>(be, a, c, static_cast<int>(bk / s.kv_heads), static_cast<int>(bk % s.kv_heads),
+                                        static_cast<int>(i % n_kb));
+  });
+  const std::size_t n_qt = (s.seq_q + attn::bwd_rows - 1) / attn::bwd_rows;
+  parallel_blocks(n_qt * s.batch * s.heads, threads, [&](std::size_t i) {
+    std::vector<std::uint16_t> smem(attn::bwd_smem_bytes<D> / 2 + 8);
+    be_t be{smem.data()};
+    const std::size_t bh = i / n_qt;
+    attn::flash_dq_block<be_t, D, Sc>(be, a, c, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads),
+                                      static_cast<int>(i % n_qt));
+  });
+}
+
 }  // namespace
+
+void attention_backward(const attn::flash_args& a, unsigned threads) {
+  check(a, true);
+  switch (a.opt.mode) {
+    case attn::out_mode::fp32: delta_probe<attn::out_mode::fp32>(a, threads); break;
+    default: delta_probe<attn::out_mode::bf16>(a, threads); break;  // bf16, debias, stochastic: the bf16 O
+  }
+  const bool unfused = a.opt.scaling == attn::score_scaling::unfused;
+  if (a.prob.shape.dim == 64) {
+    if (unfused) gradients<64, attn::score_scaling::unfused>(a, threads);
+    else gradients<64, attn::score_scaling::fused>(a, threads);
+  } else {
+    if (unfused) gradients<128, attn::score_scaling::unfused>(a, threads);
+    else gradients<128, attn::score_scaling::fused>(a, threads);
+  }
+}
 
 void attention_forward(const attn::flash_args& a, unsigned threads) {
   check(a, false);

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hardware backend of attn/flash.hpp: one CUDA thread runs its own part of every phase;
+// collectives are the instructions themselves (mma.sync, shfl.sync, cp.async).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "tiebreak/attn/flash.hpp"
+
+namespace tiebreak::gpu::detail {
+
+template <int T>
+struct device_backend {
+  static constexpr int slots = 1;
+  std::uint16_t* smem_;
+  __device__ std::uint16_t* smem() const { return smem_; }
+  __device__ static int slot(int) { return 0; }
+  template <class F>
+  __device__ __forceinline__ void for_threads(F&& f) {
+    f(static_cast<int>(threadIdx.x));
+  }
+  __device__ __forceinline__ void sync() { __syncthreads(); }
+  __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+  template <int N>
+  __device__ __forceinline__ void wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+  }
+  /// R x C bf16 rows into the swizzled tile, 16-byte cp.async per chunk; rows >= valid zero-filled
+  /// (src-size 0: nothing is read).
+  template <int R, int C>
+  __device__ __forceinline__ void load_tile(std::uint16_t* dst, const std::uint16_t* src, int valid) {
+    constexpr int chunks = R * C / 8;
+#pragma unroll
+    for (int i = static_cast<int>(threadIdx.x); i < chunks; i += T) {
+      const int row = i / (C / 8), ch = i % (C / 8);
+      const auto d = static_cast<unsigned>(__cvta_generic_to_shared(dst + attn::swz<C>(row, 8 * ch)));
+      const bool ok = row < valid;
+      const std::uint16_t* s = ok ? src + static_cast<std::size_t>(row) * C + 8 * ch : src;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(s), "r"(ok ? 16 : 0));
+    }
+  }
+  // Fragment loads with ldmatrix: lane l supplies the address of row l % 8 of matrix l / 8; each
+  // matrix is 8 rows of one 16-byte chunk of the swizzled tile. Without .trans lane 4g + t receives
+  // (row g, columns 2t, 2t+1) of each matrix, with .trans (rows 2t, 2t+1, column g): exactly the
+  // fragments of attn::load_a / load_b_nmajor / load_b_kmajor (tests/gpu/attn/flash_gpu_test.cu).
+  template <int C>
+  __device__ __forceinline__ static unsigned tile_addr(const std::uint16_t* tile, int row, int col) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(tile + attn::swz<C>(row, col)));
+  }
+  template <int C>
+  __device__ __forceinline__ static void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0,
+                                                int lane) {
+    const int m = lane >> 3, r = lane & 7;  // matrices: (rows +0, cols +0), (+8, +0), (+0, +8), (+8, +8)
+    const unsigned addr = tile_addr<C>(tile, row0 + r + 8 * (m & 1), col0 + 8 * (m >> 1));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                 : "r"(addr));
+  }
+  template <int C>
+  __device__ __forceinline__ static void load_b_nmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int n0, int k0,
+                                                       int lane) {
+    const int m = (lane >> 3) & 1, r = lane & 7;  // matrices: columns k0 and k0 + 8 of rows n0..n0+7
+    const unsigned addr = tile_addr<C>(tile, n0 + r, k0 + 8 * m);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(addr));
+  }
+  template <int C>
+  __device__ __forceinline__ static void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0,
+                                                       int lane) {
+    const int m = (lane >> 3) & 1, r = lane & 7;  // matrices: rows k0..k0+7 and k0+8..k0+15, columns n0..n0+7
+    const unsigned addr = tile_addr<C>(tile, k0 + r + 8 * m, n0);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(addr));
+  }
+  __device__ __forceinline__ static std::uint32_t pack_bf16x2_rne(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // cvt.rn.bf16x2.f32: .x (low half) = lo
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  }
+  template <class F>
+  __device__ __forceinline__ void mma(F&& f) {
+    const attn::mma_frags x = f(static_cast<int>(threadIdx.x));
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(x.c[0]), "+f"(x.c[1]), "+f"(x.c[2]), "+f"(x.c[3])
+        : "r"(x.a[0]), "r"(x.a[1]), "r"(x.a[2]), "r"(x.a[3]), "r"(x.b[0]), "r"(x.b[1]));
+  }
+  template <class F>
+  __device__ __forceinline__ void quad_max(F&& f) {
+    float& v = f(static_cast<int>(threadIdx.x));
+    v = f32::max(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    v = f32::max(v, __shfl_xor_sync(0xffffffffu, v, 2));
+  }
+  template <class F>
+  __device__ __forceinline__ void quad_sum(F&& f) {
+    float& v = f(static_cast<int>(threadIdx.x));
+    v = f32::add_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    v = f32::add_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+  }
+  template <class F>
+  __device__ __forceinline__ void quad_count(F&& f) {
+    std::uint32_t& v = f(static_cast<int>(threadIdx.x));
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    v += __shfl_xor_sync(0xffffffffu, v, 2);
+  }
+};
+
+}  // namespace tiebreak::gpu::detail

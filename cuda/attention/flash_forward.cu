@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// The forward kernels: attn::flash_forward_block with the hardware backend, one instantiation per
+// (head dim, output mode, score scaling, probe), behind tiebreak::gpu::attention_forward.
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "flash_device.cuh"
+#include "tiebreak/gpu/cuda_check.cuh"
+#include "tiebreak/gpu/flash.hpp"
+
+namespace tiebreak::gpu {
+namespace {
+
+constexpr detail::cuda_check check{"tiebreak::gpu::attention_forward"};
+
+template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe>
+__global__ void __launch_bounds__(attn::fwd_threads)
+    flash_forward_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  detail::device_backend<attn::fwd_threads> be{reinterpret_cast<std::uint16_t*>(smem_raw)};
+  const int qt = static_cast<int>(blockIdx.x), bh = static_cast<int>(blockIdx.y);
+  const int heads = static_cast<int>(a.prob.shape.heads);
+  attn::flash_forward_block<detail::device_backend<attn::fwd_threads>, D, M, Sc, Probe>(
+      be, a, c, bh / heads, bh % heads, qt, Probe::enabled ? partial + static_cast<std::size_t>(bh) * n_qt + qt : nullptr);
+}
+
+template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe>
+void launch(const attn::flash_args& a, cudaStream_t stream) {
+  const auto& s = a.prob.shape;
+  const int n_qt = static_cast<int>((s.seq_q + attn::fwd_rows - 1) / attn::fwd_rows);
+  const std::size_t bh = s.batch * s.heads;
+  constexpr std::size_t smem = attn::fwd_smem_bytes<D, Probe::enabled>;
+  auto* kernel = flash_forward_kernel<D, M, Sc, Probe>;
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+        "cudaFuncSetAttribute");
+  const std::size_t n_blocks = bh * static_cast<std::size_t>(n_qt);
+  detail::device_buffer<probe::head_counters> partial(Probe::enabled ? n_blocks : 1, check);
+  if (bh > 65535) throw std::invalid_argument("tiebreak::gpu::attention_forward: batch * heads must be at most 65535");
+  kernel<<<dim3(static_cast<unsigned>(n_qt), static_cast<unsigned>(bh)), attn::fwd_threads, smem, stream>>>(
+      a, attn::make_consts(a), partial.data(), n_qt);
+  check(cudaGetLastError(), "launch");
+  check(cudaStreamSynchronize(stream), "kernel");
+  if constexpr (Probe::enabled) {
+    std::vector<probe::head_counters> host(n_blocks);
+    check(cudaMemcpy(host.data(), partial.data(), n_blocks * sizeof(probe::head_counters), cudaMemcpyDeviceToHost),
+          "copy counters");
+    for (std::size_t i = 0; i < bh; ++i) {  // per head, in block order: the twin's order
+      probe::head_counters sum{};
+      for (int j = 0; j < n_qt; ++j) sum.merge(host[i * n_qt + j]);
+      a.counters[i].merge(sum);
+    }
+  }
+}
+
+template <int D, attn::out_mode M, attn::score_scaling Sc>
+void by_probe(const attn::flash_args& a, cudaStream_t st) {
+  if (a.counters) launch<D, M, Sc, attn::thread_counting_probe>(a, st);
+  else launch<D, M, Sc, probe::no_probe>(a, st);
+}
+template <int D, attn::out_mode M>
+void by_scaling(const attn::flash_args& a, cudaStream_t st) {
+  if (a.opt.scaling == attn::score_scaling::unfused) by_probe<D, M, attn::score_scaling::unfused>(a, st);
+  else by_probe<D, M, attn::score_scaling::fused>(a, st);
+}
+template <int D>
+void by_mode(const attn::flash_args& a, cudaStream_t st) {
+  switch (a.opt.mode) {
+    case attn::out_mode::bf16: return by_scaling<D, attn::out_mode::bf16>(a, st);
+    case attn::out_mode::fp32: return by_scaling<D, attn::out_mode::fp32>(a, st);
+    case attn::out_mode::debias: return by_scaling<D, attn::out_mode::debias>(a, st);
+    case attn::out_mode::stochastic: return by_scaling<D, attn::out_mode::stochastic>(a, st);
+  }
+}
+
+}  // namespace
+
+bool attention_available() noexcept {
+  return detail::kernel_image_status(
+             flash_forward_kernel<64, attn::out_mode::bf16, attn::score_scaling::unfused, probe::no_probe>) == cudaSuccess;
+}
+
+void attention_forward(const attn::flash_args& a, void* stream) {
+  const attn::flash_error e = attn::flash_check(a, false);
+  if (e != attn::flash_error::ok) throw std::invalid_argument(attn::error_text(e));
+  const auto st = static_cast<cudaStream_t>(stream);
+  if (a.prob.shape.dim == 64) by_mode<64>(a, st);
+  else by_mode<128>(a, st);
+}
+
+}  // namespace tiebreak::gpu

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file The attention kernels against their host twin, bit for bit: O (bf16 and f32), LSE, delta,
+/// dQ, dK, dV and every probe counter, in every output mode and score scaling, with and without the
+/// probe, on small problems (ragged lengths, causal and not, grouped-query heads, head dims 64 and
+/// 128, rows that see no key, planted repeated maxima). Skipped without a GPU.
+#include <cstdint>
+#include <cstdlib>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../gpu_test_util.hpp"
+#include "tiebreak/fp/fast.hpp"
+#include "tiebreak/fp/random.hpp"
+#include "tiebreak/gpu/flash.hpp"
+#include "tiebreak/host/flash_twin.hpp"
+
+namespace tiebreak::attn {
+namespace {
+
+using gpu::testing::dev_buf;
+
+struct tensors {
+  std::vector<std::uint16_t> q, k, v, dout, o, dq, dk, dv;
+  std::vector<float> o_f32, lse, delta;
+  std::vector<probe::head_counters> counters;
+};
+
+std::uint16_t bf16_of(double x) { return f32_bits_to_bf16_rne(f32_to_bits(static_cast<float>(x))); }
+
+tensors inputs(const shape& s, std::uint64_t seed, bool planted) {
+  tensors t;
+  splitmix64_generator g{seed};
+  auto fill = [&](std::vector<std::uint16_t>& x, std::size_t n, double amp) {
+    x.resize(n);
+    for (auto& e : x) e = bf16_of(amp * (static_cast<double>(g() >> 11) * 0x1p-53 * 2 - 1));
+  };
+  fill(t.q, s.q_size(), 2.0);
+  fill(t.k, s.k_size(), 2.0);
+  fill(t.v, s.v_size(), 1.0);
+  fill(t.dout, s.o_size(), 1.0);
+  if (planted) {  // keys 0..3 of every kv head equal, and every query of head 0 aligned with them
+    for (std::size_t b = 0; b < s.batch; ++b)
+      for (std::size_t kh = 0; kh < s.kv_heads; ++kh)
+        for (std::size_t j = 0; j < 4 && j < s.seq_k; ++j)
+          for (std::size_t c = 0; c < s.dim; ++c) t.k[s.k_offset(b, kh, j) + c] = bf16_of(c % 2 ? 2.0 : 0.0);
+    for (std::size_t b = 0; b < s.batch; ++b)
+      for (std::size_t i = 0; i < s.seq_q; ++i)
+        for (std::size_t c = 0; c < s.dim; ++c) t.q[s.q_offset(b, 0, i) + c] = bf16_of(c % 2 ? 1.0 : 0.0);
+  }
+  return t;
+}
+
+void prepare_outputs(tensors& t, const shape& s) {
+  t.o.assign(s.o_size(), 0);
+  t.o_f32.assign(s.o_size(), 0);
+  t.lse.assign(s.lse_size(), 0);
+  t.delta.assign(s.lse_size(), 0);
+  t.dq.assign(s.q_size(), 0);
+  t.dk.assign(s.k_size(), 0);
+  t.dv.assign(s.v_size(), 0);
+  t.counters.assign(s.batch * s.heads, {});
+}
+
+void run_host(tensors& t, const problem& p, const flash_options& opt, bool probed, bool backward) {
+  prepare_outputs(t, p.shape);
+  flash_args a{p, opt, {}, probed ? t.counters.data() : nullptr};
+  a.t = {t.q.data(), t.k.data(), t.v.data(), t.dout.data(), t.o.data(), t.o_f32.data(), t.lse.data(),
+         t.delta.data(), t.dq.data(), t.dk.data(), t.dv.data()};
+  host::attention_forward(a);
+  if (backward) host::attention_backward(a);
+}
+
+void run_device(tensors& t, const problem& p, const flash_options& opt, bool probed, bool backward) {
+  const shape& s = p.shape;
+  prepare_outputs(t, s);
+  dev_buf<std::uint16_t> q(s.q_size()), k(s.k_size()), v(s.v_size()), dout(s.o_size()), o(s.o_size()), dq(s.q_size()),
+      dk(s.k_size()), dv(s.v_size());
+  dev_buf<float> of(s.o_size()), lse(s.lse_size()), delta(s.lse_size());
+  ASSERT_TRUE(q.p && k.p && v.p && dout.p && o.p && dq.p && dk.p && dv.p && of.p && lse.p && delta.p);
+  TIEBREAK_CUDA_OK(q.put(t.q));
+  TIEBREAK_CUDA_OK(k.put(t.k));
+  TIEBREAK_CUDA_OK(v.put(t.v));
+  TIEBREAK_CUDA_OK(dout.put(t.dout));
+  flash_args a{p, opt, {}, probed ? t.counters.data() : nullptr};
+  a.t = {q.p, k.p, v.p, dout.p, o.p, of.p, lse.p, delta.p, dq.p, dk.p, dv.p};
+  gpu::attention_forward(a);
+  if (backward) gpu::attention_backward(a);
+  TIEBREAK_CUDA_OK(o.get(t.o));
+  TIEBREAK_CUDA_OK(of.get(t.o_f32));
+  TIEBREAK_CUDA_OK(lse.get(t.lse));
+  TIEBREAK_CUDA_OK(delta.get(t.delta));
+  TIEBREAK_CUDA_OK(dq.get(t.dq));
+  TIEBREAK_CUDA_OK(dk.get(t.dk));
+  TIEBREAK_CUDA_OK(dv.get(t.dv));
+}
+
+template <class T>
+std::size_t mismatches(const std::vector<T>& a, const std::vector<T>& b) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(T)) != 0;
+  return n;
+}
+
+struct shape_case {
+  shape s;
+  bool causal;
+  bool planted;
+};
+const shape_case cases[] = {
+    {{1, 2, 1, 70, 100, 64, 64}, false, true},
+    {{1, 2, 2, 100, 70, 64, 64}, true, false},
+    {{2, 2, 1, 65, 129, 128, 128}, true, true},
+    {{1, 4, 2, 128, 128, 128, 128}, false, false},
+    {{1, 1, 1, 1, 1, 64, 64}, true, false},
+};
+
+/// TIEBREAK_FLASH_GPU_REDUCED=1 (tools/device-check.sh's sanitize stage): two shapes, the probed
+/// unfused and the unprobed fused instantiations only — compute-sanitizer runs every access checked.
+bool reduced() {
+  const char* e = std::getenv("TIEBREAK_FLASH_GPU_REDUCED");
+  return e && *e == '1';
+}
+
+void compare_all(bool backward) {
+  std::size_t compared = 0;
+  int ci = 0;
+  for (const auto& sc : cases) {
+    if (reduced() && ci++ % 2 == 1) continue;
+    problem p{sc.s, sc.causal ? mask_kind::causal : mask_kind::none, 1.0 / std::sqrt(static_cast<double>(sc.s.dim))};
+    const tensors in = inputs(sc.s, 7 + sc.s.seq_q, sc.planted);
+    for (out_mode m : all_out_modes) {
+      for (score_scaling scal : {score_scaling::unfused, score_scaling::fused}) {
+        for (bool probed : {false, true}) {
+          if (reduced() && probed != (scal == score_scaling::unfused)) continue;
+          const flash_options opt{m, scal, 2.0f, 99, 1e-3f};
+          tensors h = in, d = in;
+          run_host(h, p, opt, probed, backward);
+          run_device(d, p, opt, probed, backward);
+          const std::string what = std::string(to_string(m)) + " " + std::string(to_string(scal)) +
+                                   (probed ? " probed" : "") + " seq " + std::to_string(sc.s.seq_q) + "x" +
+                                   std::to_string(sc.s.seq_k) + " dim " + std::to_string(sc.s.dim);
+          EXPECT_EQ(mismatches(h.o, d.o), 0u) << "O " << what;
+          EXPECT_EQ(mismatches(h.o_f32, d.o_f32), 0u) << "O f32 " << what;
+          EXPECT_EQ(mismatches(h.lse, d.lse), 0u) << "LSE " << what;
+          if (backward) {
+            EXPECT_EQ(mismatches(h.delta, d.delta), 0u) << "delta " << what;
+            EXPECT_EQ(mismatches(h.dq, d.dq), 0u) << "dQ " << what;
+            EXPECT_EQ(mismatches(h.dk, d.dk), 0u) << "dK " << what;
+            EXPECT_EQ(mismatches(h.dv, d.dv), 0u) << "dV " << what;
+          }
+          EXPECT_EQ(h.counters, d.counters) << "counters " << what;
+          compared += h.o.size() + h.lse.size() + (backward ? h.dq.size() + h.dk.size() + h.dv.size() + h.delta.size() : 0);
+        }
+      }
+    }
+  }
+  std::printf("flash %s: %zu elements compared, twin == device\n", backward ? "forward+backward" : "forward", compared);
+}
+
+TEST(FlashGpu, ForwardBitIdenticalToTwin) {
+  TIEBREAK_REQUIRE_GPU();
+  ASSERT_TRUE(gpu::attention_available());
+  compare_all(false);
+}
+
+TEST(FlashGpu, ForwardAndBackwardBitIdenticalToTwin) {
+  TIEBREAK_REQUIRE_GPU();
+  compare_all(true);
+}
+
+}  // namespace
+}  // namespace tiebreak::attn

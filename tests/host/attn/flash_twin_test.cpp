@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host twin of the attention kernels (tiebreak/host/flash_twin.hpp): against an f64 softmax,
+// and against the invariants the modes and the probe promise. Small shapes: every mma runs
+// through the tensor-core model.
+#include "tiebreak/host/flash_twin.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "tiebreak/fp/fast.hpp"
+#include "tiebreak/fp/random.hpp"
+
+namespace {
+
+using namespace tiebreak;
+using attn::out_mode;
+
+std::uint16_t bf16_of(double x) { return f32_bits_to_bf16_rne(f32_to_bits(static_cast<float>(x))); }
+double of_bf16(std::uint16_t b) { return bits_to_f32(static_cast<std::uint32_t>(b) << 16); }
+
+struct problem_data {
+  attn::problem prob;
+  std::vector<std::uint16_t> q, k, v, dout;
+};
+
+/// Random bf16 inputs in [-amp, amp); with `planted`, every query row of head 0 repeats its
+/// maximum: keys 0..3 of each kv head are copies of one key that every query row aligns with.
+problem_data make(attn::shape s, bool causal, std::uint64_t seed, double amp = 1.0, bool planted = false) {
+  problem_data p;
+  p.prob.shape = s;
+  p.prob.mask = causal ? attn::mask_kind::causal : attn::mask_kind::none;
+  p.prob.scale = 1.0 / std::sqrt(static_cast<double>(s.dim));
+  splitmix64_generator g{seed};
+  auto fill = [&](std::vector<std::uint16_t>& x, std::size_t n) {
+    x.resize(n);
+    for (auto& e : x) e = bf16_of(amp * (static_cast<double>(g() >> 11) * 0x1p-53 * 2 - 1));
+  };
+  fill(p.q, s.q_size());
+  fill(p.k, s.k_size());
+  fill(p.v, s.v_size());
+  fill(p.dout, s.o_size());
+  if (planted) {
+    for (std::size_t b = 0; b < s.batch; ++b)
+      for (std::size_t kh = 0; kh < s.kv_heads; ++kh)
+        for (std::size_t j = 0; j < 4 && j < s.seq_k; ++j)
+          for (std::size_t c = 0; c < s.dim; ++c) p.k[s.k_offset(b, kh, j) + c] = bf16_of(c % 2 ? 2.0 : 0.0);
+    for (std::size_t b = 0; b < s.batch; ++b)
+      for (std::size_t h = 0; h < s.heads; ++h)
+        for (std::size_t i = 0; i < s.seq_q; ++i)
+          for (std::size_t c = 0; c < s.dim; ++c) p.q[s.q_offset(b, h, i) + c] = bf16_of(c % 2 ? 1.0 : 0.0);
+  }
+  return p;
+}
+
+struct outputs {
+  std::vector<std::uint16_t> o;
+  std::vector<float> o_f32, lse;
+  std::vector<probe::head_counters> counters;
+};
+
+outputs forward(const problem_data& p, attn::flash_options opt, bool probed = false, unsigned threads = 0) {
+  outputs r;
+  const auto& s = p.prob.shape;
+  r.o.assign(s.o_size(), 0xdead);
+  r.o_f32.assign(s.o_size(), -7.0f);
+  r.lse.assign(s.lse_size(), -7.0f);
+  r.counters.assign(s.batch * s.heads, {});
+  attn::flash_args a{p.prob, opt, {}, probed ? r.counters.data() : nullptr};
+  a.t.q = p.q.data();
+  a.t.k = p.k.data();
+  a.t.v = p.v.data();
+  a.t.o_bf16 = r.o.data();
+  a.t.o_f32 = r.o_f32.data();
+  a.t.lse = r.lse.data();
+  host::attention_forward(a, threads);
+  return r;
+}
+
+/// f64 softmax attention: O and LSE of every row.
+void reference(const problem_data& p, std::vector<double>& o, std::vector<double>& lse) {
+  const auto& s = p.prob.shape;
+  o.assign(s.o_size(), 0);
+  lse.assign(s.lse_size(), -INFINITY);
+  for (std::size_t b = 0; b < s.batch; ++b)
+    for (std::size_t h = 0; h < s.heads; ++h)
+      for (std::size_t i = 0; i < s.seq_q; ++i) {
+        const std::size_t n = p.prob.visible_keys(i), kh = s.kv_head(h);
+        if (n == 0) continue;
+        std::vector<double> sc(n);
+        double mx = -INFINITY;
+        for (std::size_t j = 0; j < n; ++j) {
+          double d = 0;
+          for (std::size_t c = 0; c < s.dim; ++c) d += of_bf16(p.q[s.q_offset(b, h, i) + c]) * of_bf16(p.k[s.k_offset(b, kh, j) + c]);
+          sc[j] = d * p.prob.scale;
+          mx = std::max(mx, sc[j]);
+        }
+        double l = 0;
+        for (auto& x : sc) l += (x = std::exp(x - mx));
+        for (std::size_t c = 0; c < s.dim_v; ++c) {
+          double acc = 0;
+          for (std::size_t j = 0; j < n; ++j) acc += sc[j] * of_bf16(p.v[s.v_offset(b, kh, j) + c]);
+          o[s.o_offset(b, h, i) + c] = acc / l;
+        }
+        lse[s.q_row(b, h, i)] = mx + std::log(l);
+      }
+}
+
+struct shape_case {
+  attn::shape s;
+  bool causal;
+};
+const shape_case cases[] = {
+    {{1, 2, 1, 70, 100, 64, 64}, false},   // GQA, ragged in both sequences
+    {{1, 2, 2, 100, 70, 64, 64}, true},    // causal with seq_q > seq_k: 30 rows see no key
+    {{2, 1, 1, 65, 129, 128, 128}, true},  // head dim 128, one row past a tile, seq_q < seq_k
+};
+
+TEST(FlashTwin, MatchesF64SoftmaxInEveryMode) {
+  for (const auto& sc : cases) {
+    const problem_data p = make(sc.s, sc.causal, 11);
+    std::vector<double> ro, rl;
+    reference(p, ro, rl);
+    for (out_mode m : attn::all_out_modes) {
+      for (auto scaling : {attn::score_scaling::unfused, attn::score_scaling::fused}) {
+        const outputs r = forward(p, {m, scaling, 2.0f, 5});
+        double worst = 0;
+        for (std::size_t x = 0; x < ro.size(); ++x) {
+          const double got = m == out_mode::fp32 ? r.o_f32[x] : of_bf16(r.o[x]);
+          worst = std::max(worst, std::abs(got - ro[x]));
+        }
+        // |O| <= 1 here: P enters P V in bf16 (relative error 2^-9 per term, as in FlashAttention-2),
+        // plus O's own bf16 rounding (2^-9) in the bf16 modes.
+        EXPECT_LT(worst, m == out_mode::fp32 ? 2e-3 : (m == out_mode::stochastic ? 8e-3 : 4.2e-3))
+            << to_string(m) << " " << to_string(scaling) << " dim " << sc.s.dim;
+        for (std::size_t x = 0; x < rl.size(); ++x) {
+          if (std::isinf(rl[x])) {
+            EXPECT_TRUE(std::isinf(r.lse[x]) && r.lse[x] < 0) << x;
+          } else {
+            EXPECT_NEAR(r.lse[x], rl[x], 1e-5 * (1 + std::abs(rl[x]))) << x;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(FlashTwin, FullyMaskedRowsGiveZeroAndMinusInfLse) {
+  const problem_data p = make(cases[1].s, true, 3);
+  for (out_mode m : attn::all_out_modes) {
+    const outputs r = forward(p, {m});
+    const auto& s = p.prob.shape;
+    for (std::size_t h = 0; h < s.heads; ++h)
+      for (std::size_t i = 0; i < 30; ++i) {
+        EXPECT_EQ(r.lse[s.q_row(0, h, i)], -INFINITY);
+        for (std::size_t c = 0; c < s.dim_v; ++c) {
+          if (m == out_mode::fp32) {
+            EXPECT_EQ(r.o_f32[s.o_offset(0, h, i) + c], 0.0f);
+          } else {
+            EXPECT_EQ(r.o[s.o_offset(0, h, i) + c], 0);
+          }
+        }
+      }
+  }
+}
+
+TEST(FlashTwin, ModesAgreeWhereTheyShouldAndRoundAsNamed) {
+  const problem_data p = make(cases[0].s, false, 21);
+  const outputs b = forward(p, {out_mode::bf16});
+  const outputs f = forward(p, {out_mode::fp32});
+  const outputs s1 = forward(p, {out_mode::stochastic, attn::score_scaling::unfused, 2.0f, 1});
+  const outputs s1b = forward(p, {out_mode::stochastic, attn::score_scaling::unfused, 2.0f, 1});
+  const outputs s2 = forward(p, {out_mode::stochastic, attn::score_scaling::unfused, 2.0f, 2});
+  std::size_t up = 0, differ = 0;
+  for (std::size_t x = 0; x < b.o.size(); ++x) {
+    EXPECT_EQ(f32_to_bits(b.o_f32[x]), f32_to_bits(f.o_f32[x]));  // the same f32 O before rounding
+    EXPECT_EQ(b.o[x], f32_bits_to_bf16_rne(f32_to_bits(b.o_f32[x])));
+    const std::uint32_t ob = f32_to_bits(s1.o_f32[x]);
+    EXPECT_TRUE(s1.o[x] == f32_bits_to_bf16_rz(ob) || s1.o[x] == f32_bits_to_bf16_ru(ob) ||
+                s1.o[x] == f32_bits_to_bf16_rd(ob));
+    EXPECT_EQ(s1.o[x], s1b.o[x]);  // reproducible
+    up += s1.o[x] != f32_bits_to_bf16_rz(ob);
+    differ += s1.o[x] != s2.o[x];
+  }
+  EXPECT_GT(up, b.o.size() / 4);
+  EXPECT_GT(differ, b.o.size() / 8);  // another seed, other bits
+  for (std::size_t x = 0; x < b.lse.size(); ++x) EXPECT_EQ(f32_to_bits(b.lse[x]), f32_to_bits(f.lse[x]));
+}
+
+TEST(FlashTwin, ThreadCountDoesNotChangeABit) {
+  const problem_data p = make(cases[2].s, true, 9, 1.0, true);
+  const outputs a = forward(p, {out_mode::debias}, true, 1);
+  const outputs b = forward(p, {out_mode::debias}, true, 2);
+  EXPECT_EQ(a.o, b.o);
+  EXPECT_EQ(a.lse.size(), b.lse.size());
+  for (std::size_t x = 0; x < a.lse.size(); ++x) EXPECT_EQ(f32_to_bits(a.lse[x]), f32_to_bits(b.lse[x]));
+  EXPECT_EQ(a.counters, b.counters);
+}
+
+// Every row of the planted problem has its maximum at keys 0..3 (four exact repeats): bf16 mode
+// sees P-bar == 1 four times per row, debias never, and both stay accurate.
+TEST(FlashTwin, DebiasRemovesPOneInRowsWithRepeatedMaxima) {
+  const attn::shape s{1, 2, 1, 64, 96, 64, 64};
+  const problem_data p = make(s, false, 4, 0.25, true);
+  const outputs b = forward(p, {out_mode::bf16}, true);
+  const outputs d = forward(p, {out_mode::debias}, true);
+  const outputs fu = forward(p, {out_mode::bf16, attn::score_scaling::fused}, true);
+  for (std::size_t h = 0; h < 2; ++h) {
+    EXPECT_EQ(b.counters[h].repeated_max_exact, s.seq_q);
+    EXPECT_EQ(b.counters[h].p_one, 4 * s.seq_q);
+    EXPECT_EQ(d.counters[h].repeated_max_exact, s.seq_q);
+    EXPECT_EQ(d.counters[h].p_one, 0u);
+    EXPECT_EQ(b.counters[h].output_error.count, s.seq_q * s.dim_v);
+    EXPECT_LE(fu.counters[h].p_one, b.counters[h].p_one);
+    EXPECT_LE(std::abs(b.counters[h].output_error.sum), 0.5 * s.seq_q * s.dim_v);
+  }
+  std::vector<double> ro, rl;
+  reference(p, ro, rl);
+  for (std::size_t x = 0; x < ro.size(); ++x) EXPECT_NEAR(of_bf16(d.o[x]), ro[x], 4e-3);
+  for (std::size_t x = 0; x < rl.size(); ++x) EXPECT_NEAR(d.lse[x], rl[x], 1e-5 * (1 + std::abs(rl[x])));
+}
+
+// Gradients against f64: P, dP = dO Vᵀ, delta = rowsum(dO ∘ O), dS = P ∘ (dP − delta),
+// dQ = scale dS K, dK = scale dSᵀ Q, dV = Pᵀ dO, all in double from the bf16 inputs.
+TEST(FlashTwin, BackwardMatchesF64) {
+  for (const auto& sc : cases) {
+    const problem_data p = make(sc.s, sc.causal, 17);
+    const auto& s = sc.s;
+    std::vector<double> ro, rl;
+    reference(p, ro, rl);
+    std::vector<double> dq(s.q_size(), 0), dk(s.k_size(), 0), dv(s.v_size(), 0);
+    for (std::size_t b = 0; b < s.batch; ++b)
+      for (std::size_t h = 0; h < s.heads; ++h)
+        for (std::size_t i = 0; i < s.seq_q; ++i) {
+          const std::size_t n = p.prob.visible_keys(i), kh = s.kv_head(h);
+          if (n == 0) continue;
+          double delta = 0;
+          for (std::size_t c = 0; c < s.dim_v; ++c) delta += of_bf16(p.dout[s.o_offset(b, h, i) + c]) * ro[s.o_offset(b, h, i) + c];
+          for (std::size_t j = 0; j < n; ++j) {
+            double d = 0, dp = 0;
+            for (std::size_t c = 0; c < s.dim; ++c) d += of_bf16(p.q[s.q_offset(b, h, i) + c]) * of_bf16(p.k[s.k_offset(b, kh, j) + c]);
+            for (std::size_t c = 0; c < s.dim_v; ++c) dp += of_bf16(p.dout[s.o_offset(b, h, i) + c]) * of_bf16(p.v[s.v_offset(b, kh, j) + c]);
+            const double pr = std::exp(d * p.prob.scale - rl[s.q_row(b, h, i)]);
+            const double ds = pr * (dp - delta);
+            for (std::size_t c = 0; c < s.dim; ++c) {
+              dq[s.q_offset(b, h, i) + c] += p.prob.scale * ds * of_bf16(p.k[s.k_offset(b, kh, j) + c]);
+              dk[s.k_offset(b, kh, j) + c] += p.prob.scale * ds * of_bf16(p.q[s.q_offset(b, h, i) + c]);
+              dv[s.v_offset(b, kh, j) + c] += pr * of_bf16(p.dout[s.o_offset(b, h, i) + c]);
+            }
+          }
+        }
+    for (out_mode m : {out_mode::bf16, out_mode::fp32, out_mode::debias}) {
+      outputs r = forward(p, {m});
+      std::vector<std::uint16_t> gq(s.q_size()), gk(s.k_size()), gv(s.v_size());
+      std::vector<float> delta(s.lse_size());
+      std::vector<probe::head_counters> counters(s.batch * s.heads);
+      attn::flash_args a{p.prob, {m}, {}, counters.data()};
+      a.t = {p.q.data(), p.k.data(), p.v.data(), p.dout.data(), r.o.data(), r.o_f32.data(), r.lse.data(),
+             delta.data(), gq.data(), gk.data(), gv.data()};
+      host::attention_backward(a);
+      auto worst = [](const std::vector<std::uint16_t>& got, const std::vector<double>& want) {
+        double w = 0, scale = 1e-30;
+        for (std::size_t x = 0; x < got.size(); ++x) {
+          w = std::max(w, std::abs(of_bf16(got[x]) - want[x]));
+          scale = std::max(scale, std::abs(want[x]));
+        }
+        return w / scale;
+      };
+      EXPECT_LT(worst(gq, dq), 2e-2) << to_string(m);
+      EXPECT_LT(worst(gk, dk), 2e-2) << to_string(m);
+      EXPECT_LT(worst(gv, dv), 2e-2) << to_string(m);
+      for (const auto& hc : counters) {
+        EXPECT_GT(hc.delta_error.count, 0u);
+        if (m == out_mode::fp32) {
+          EXPECT_EQ(hc.delta_error.sum_sq, 0.0);
+        }
+      }
+    }
+  }
+}
+
+TEST(FlashTwin, RejectsWhatTheKernelsDoNotSupport) {
+  problem_data p = make({1, 1, 1, 8, 8, 64, 64}, false, 1);
+  std::vector<std::uint16_t> o(p.prob.shape.o_size());
+  std::vector<float> lse(p.prob.shape.lse_size());
+  attn::flash_args a{p.prob, {}, {}, nullptr};
+  a.t.q = p.q.data();
+  a.t.k = p.k.data();
+  a.t.v = p.v.data();
+  a.t.o_bf16 = o.data();
+  a.t.lse = lse.data();
+  EXPECT_NO_THROW(host::attention_forward(a));
+  auto bad = a;
+  bad.prob.shape.dim = 32;
+  bad.prob.shape.dim_v = 32;
+  EXPECT_THROW(host::attention_forward(bad), std::invalid_argument);
+  bad = a;
+  bad.opt.mode = out_mode::fp32;  // needs o_f32
+  EXPECT_THROW(host::attention_forward(bad), std::invalid_argument);
+  bad = a;
+  bad.opt.mode = out_mode::debias;
+  bad.opt.beta = 1.0f;
+  EXPECT_THROW(host::attention_forward(bad), std::invalid_argument);
+  bad = a;
+  bad.prob.scale = std::nan("");
+  EXPECT_THROW(host::attention_forward(bad), std::invalid_argument);
+}
+
+}  // namespace
