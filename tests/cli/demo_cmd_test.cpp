@@ -87,21 +87,18 @@ void check_attention(const nlohmann::json& j) {
     EXPECT_EQ(b["p_one"].get<std::uint64_t>(), rows + rep);
     EXPECT_EQ(debias["heads"][h]["repeated_max_exact"], rep);
     EXPECT_EQ(debias["heads"][h]["p_one"].get<std::uint64_t>(), rows - rep);
-    // bf16 rounds the ties of those rows one way: a positive mean error, significant (t > 5).
-    const double bias = b["o_mean_ulps"];
-    EXPECT_GT(bias, 0.03);
-    EXPECT_GT(b["o_t"].get<double>(), 5.0);
+    // bf16 rounds the ties of those rows one way: a positive mean error of O and of delta.
+    EXPECT_GT(b["o_mean_ulps"].get<double>(), 0.05);
     EXPECT_GT(b["delta_mean_ulps"].get<double>(), 0.0);
     // fp32 O: no rounding of O, no bias on the bf16 scale (the error left is P's rounding, ~1e-3 ulp).
     EXPECT_LT(std::abs(fp32["heads"][h]["o_mean_ulps"].get<double>()), 0.01);
     EXPECT_EQ(fp32["heads"][h]["probe_output_error"]["positive"], 0);
-    // debias and stochastic rounding: the bias is gone. Bounds: bf16's bias over 2 (debias, whose
-    // rows carry P's rounding error, sd of the head mean ~0.015 ulp) and over 4 (sr, ~0.003 ulp):
-    // both > 4 standard deviations with this fixed seed's numbers.
-    EXPECT_LT(std::abs(debias["heads"][h]["o_mean_ulps"].get<double>()), bias / 2);
-    EXPECT_LT(std::abs(sr["heads"][h]["o_mean_ulps"].get<double>()), bias / 4);
   }
   EXPECT_GE(planted_seen, a["planted_rows"].get<std::uint64_t>());
+  // The audit's verdicts (t test at alpha 1e-3 and |mean| >= 0.05 ulp): bf16 biased in every head
+  // (t ~ 8 per head here); debias, stochastic and fp32 in none. For an unbiased mode a head is
+  // flagged with probability below 1e-3, so the three modes' heads together fail with probability
+  // below 1 % in principle; the seed is fixed, so the outcome is too.
   EXPECT_EQ(bf16["heads_biased"], heads);
   EXPECT_EQ(fp32["heads_biased"], 0);
   EXPECT_EQ(debias["heads_biased"], 0);
