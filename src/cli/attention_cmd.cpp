@@ -135,8 +135,9 @@ void run(const attention_args& a) {
   if (!a.shape.empty()) {
     const std::vector<std::size_t> d = parse_shape(a.shape);
     attn::shape s{d[0], d[1], a.kv_heads.value_or(d[1]), d[2], d[2], d[3], d[3]};
-    if (s.kv_heads == 0 || s.heads % s.kv_heads != 0)
-      throw std::invalid_argument(fmt::format("--kv-heads: {} key/value heads do not divide the {} heads of --shape", s.kv_heads, s.heads));
+    if (const attn::problem_error e = s.validate(); e != attn::problem_error::ok)
+      throw std::invalid_argument(fmt::format("--kv-heads: {} key/value heads for the {} heads of --shape: {}", s.kv_heads,
+                                              s.heads, attn::error_text(e)));
     if (s.dim != 64 && s.dim != 128)
       throw std::invalid_argument(fmt::format("--shape: head dim {}: {}", s.dim, attn::error_text(attn::flash_error::dim_unsupported)));
     check_memory(s, "--shape");
