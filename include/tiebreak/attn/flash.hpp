@@ -118,6 +118,21 @@ struct flash_tensors {
   std::uint16_t* dv = nullptr;
 };
 
+/// Rows whose every score a probed forward pass writes out, for plots (MECHANISM.md: the prefix sum
+/// along the keys, marking P-bar == 1). `rows` holds `count` row numbers q_row(b, h, i) (problem.hpp);
+/// row r's key j goes to element r_index · seq_k + j of `score` (the raw f32 score S = Q Kᵀ, −Inf where
+/// masked), `pbar` (P-bar as the kernel computed it) and `offset` (the offset o in force for that
+/// key's tile, scaled log2 domain). Device pointers for the kernels. Written only by the probed
+/// instantiation (flash_args::counters not null); keys a row never reaches (causal tiles skipped)
+/// are left as they were.
+struct row_dump {
+  const std::uint64_t* rows = nullptr;
+  std::uint32_t count = 0;
+  float* score = nullptr;
+  float* pbar = nullptr;
+  float* offset = nullptr;
+};
+
 /// One call. `counters`, when not null, is a HOST table of batch·heads head_counters (b·heads + h)
 /// that the call adds its counts to (the probed instantiation runs only then).
 struct flash_args {
@@ -125,6 +140,7 @@ struct flash_args {
   flash_options opt;
   flash_tensors t;
   probe::head_counters* counters = nullptr;
+  row_dump dump;  ///< optional (count 0: none)
 };
 
 /// Why a call is not supported (flash_check); ok is zero.
@@ -497,12 +513,30 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         r.off[x] = on;
         float l = f32::mul_rn(r.l[x], alpha);
         const int row = q0 + 16 * w + g + 8 * x;
+        int dump_slot = -1;  // this row's place in a.dump.rows
+        if constexpr (Probe::enabled) {
+          if (row < seq_q) {
+            const std::uint64_t qr = sh.q_row(b, h, row);
+            for (std::uint32_t i = 0; i < a.dump.count; ++i)
+              if (a.dump.rows[i] == qr) dump_slot = static_cast<int>(i);
+          }
+        }
         TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb) {
           TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
             float& sv = r.s[nb][2 * x + e];
+            const float raw = sv;
             sv = f32::exp2_sw(score_x<Sc>(sv, on, c));
+            if constexpr (Probe::enabled) {
+              const int key = k0 + 8 * nb + 2 * t + e;
+              if (dump_slot >= 0 && key < seq_k) {
+                const std::size_t at = static_cast<std::size_t>(dump_slot) * sh.seq_k + static_cast<std::size_t>(key);
+                if (a.dump.score) a.dump.score[at] = raw;
+                if (a.dump.pbar) a.dump.pbar[at] = sv;
+                if (a.dump.offset) a.dump.offset[at] = on;
+              }
+            }
             l = f32::add_rn(l, sv);
             if constexpr (Probe::enabled) {
               if (sv == 1.0f && row < seq_q) {
