@@ -23,7 +23,9 @@
 ///   be.smem()             the block's shared memory
 ///   be.load_a/load_b_nmajor/load_b_kmajor<C>(frag, tile, ...)   a fragment from a swizzled tile, with
 ///                         the semantics of the portable functions of the same name below (the
-///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test)
+///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test);
+///                         load_b2_*(b0, b1, tile, n0 or k0, ...): the fragments of blocks n0 and n0 + 8
+///                         (ldmatrix.x4)
 /// Every arithmetic decision — the f32 operations (tiebreak::f32, round-to-nearest-even, named), the
 /// software exp2/log2, the bf16 narrowings (fast.hpp, proven equal to round_pack) — is made in this
 /// header, so kernel and twin agree bit for bit wherever the backend's mma agrees with the model
@@ -328,7 +330,8 @@ struct fwd_regs {
   float s[NB][4];
   float o[DN][4];
   std::uint32_t p[PK][4];
-  std::uint32_t kb[2];
+  std::uint32_t kb[NB][2];  ///< B fragments of one head-dim chunk of K, all key blocks
+  std::uint32_t vb[DN][2];  ///< B fragments of one key chunk of V, all head-dim blocks
   float m[2];             ///< running maximum of the raw scores
   float off[2];           ///< current offset (scaled log2 domain)
   float l[2];             ///< this thread's part of the row sum of P-bar
@@ -424,11 +427,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     TIEBREAK_UNROLL
     for (int kc = 0; kc < KC; ++kc) {
       TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; nb += 2)  // all fragments of the chunk first: the loads overlap
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_b2_nmajor<D>(r.kb[nb], r.kb[nb + 1], kt_s, 8 * nb, 16 * kc, tid & 31);
+        });
+      TIEBREAK_UNROLL
       for (int nb = 0; nb < NB; ++nb) {
-        be.for_threads([&](int tid) { be.template load_b_nmajor<D>(regs[be.slot(tid)].kb, kt_s, 8 * nb, 16 * kc, tid & 31); });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
-          return mma_frags{r.q[kc], r.kb, r.s[nb]};
+          return mma_frags{r.q[kc], r.kb[nb], r.s[nb]};
         });
       }
     }
@@ -567,11 +575,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     TIEBREAK_UNROLL
     for (int pk = 0; pk < PK; ++pk) {
       TIEBREAK_UNROLL
+      for (int dn = 0; dn < DN; dn += 2)
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_b2_kmajor<D>(r.vb[dn], r.vb[dn + 1], vt_s, 16 * pk, 8 * dn, tid & 31);
+        });
+      TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
-        be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].kb, vt_s, 16 * pk, 8 * dn, tid & 31); });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
-          return mma_frags{r.p[pk], r.kb, r.o[dn]};
+          return mma_frags{r.p[pk], r.vb[dn], r.o[dn]};
         });
       }
     }

@@ -66,6 +66,18 @@ struct twin_backend {
   static void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0, int lane) {
     attn::load_b_kmajor<C>(b, tile, k0, n0, lane);
   }
+  template <int C>
+  static void load_b2_nmajor(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2], const std::uint16_t* tile, int n0, int k0,
+                             int lane) {
+    attn::load_b_nmajor<C>(b0, tile, n0, k0, lane);
+    attn::load_b_nmajor<C>(b1, tile, n0 + 8, k0, lane);
+  }
+  template <int C>
+  static void load_b2_kmajor(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2], const std::uint16_t* tile, int k0, int n0,
+                             int lane) {
+    attn::load_b_kmajor<C>(b0, tile, k0, n0, lane);
+    attn::load_b_kmajor<C>(b1, tile, k0, n0 + 8, lane);
+  }
   static std::uint32_t pack_bf16x2_rne(float lo, float hi) noexcept {
     return attn::pack2(f32_bits_to_bf16_rne(f32_to_bits(lo)), f32_bits_to_bf16_rne(f32_to_bits(hi)));
   }
