@@ -773,7 +773,11 @@ std::string markdown_summary(const gemm_report& r) {
     if (id.explained()) {
       std::size_t n = 0;
       for (const auto& c : id.candidates) n += c.mismatches == 0;
-      s += fmt::format("\nD is reproduced bit for bit by {} candidate{}: {}.\n", n, n == 1 ? "" : "s", id.candidates.front().scheme.name());
+      std::string names;
+      for (const auto& c : id.candidates)
+        if (c.mismatches == 0) names += (names.empty() ? "" : "; ") + c.scheme.name();
+      s += fmt::format("\nD is reproduced bit for bit by {} candidate{}: {}.\n", n, n == 1 ? "" : "s", names);
+      if (n > 1) s += "(Candidates that do the same operations, e.g. promotion every K/S and split-K S in order with C = 0, cannot be told apart.)\n";
     } else {
       s += "\n**No candidate reproduces D**: the kernel's accumulation is none of the schemes tried.\n";
     }
