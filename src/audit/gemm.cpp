@@ -346,11 +346,15 @@ gemm_exact gemm_reference(const gemm_dump& d, unsigned threads) {
           continue;
         }
         using boost::multiprecision::cpp_int;
-        cpp_int X = cpp_int(lvl0) << (slice_bits * levels);
-        for (int l = 1; l <= levels; ++l) X += cpp_int(bins[static_cast<std::size_t>(l) * N + j]) << (slice_bits * (levels - l));
+        cpp_int X = lvl0;  // Horner over the levels: X = (...(L0 2^W + L1) 2^W + ...) + L_levels
+        for (int l = 1; l <= levels; ++l) {
+          X <<= slice_bits;
+          X += bins[static_cast<std::size_t>(l) * N + j];
+        }
         int e = E - slice_bits * levels;
         if (scaled) {
-          X *= cpp_int(sa.ssig) * sb.ssig;
+          X *= sa.ssig;
+          X *= sb.ssig;
           e += sa.exp + sb.exp;
         }
         if (c.ssig != 0) {
@@ -358,7 +362,9 @@ gemm_exact gemm_reference(const gemm_dump& d, unsigned threads) {
             X = c.ssig;
             e = c.exp;
           } else if (c.exp >= e) {
-            X += cpp_int(c.ssig) << (c.exp - e);
+            cpp_int cc = c.ssig;
+            cc <<= (c.exp - e);
+            X += cc;
           } else {
             X <<= (e - c.exp);
             X += c.ssig;
