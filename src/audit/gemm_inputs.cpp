@@ -62,7 +62,8 @@ class gemm_store {
       throw input_error(e.what());
     }
     for (const auto& [key, t] : st_->tensors()) {
-      if (std::find_if(std::begin(gemm_names), std::end(gemm_names), [&](const char* n) { return key == n; }) ==
+      const std::string& k = key;  // structured bindings cannot be captured before C++20 in clang 15
+      if (std::find_if(std::begin(gemm_names), std::end(gemm_names), [&](const char* n) { return k == n; }) ==
           std::end(gemm_names))
         continue;
       raw r;
