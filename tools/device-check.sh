@@ -55,7 +55,7 @@ say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
 # --- configure + build -----------------------------------------------------------------------------
 GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test random_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_identify)
 # Targets that exist only in some checkouts (added by later work) are built when CMake knows them.
-OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test flash_gpu_test tiebreak_gemm_dump)
+OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test flash_gpu_test tiebreak_gemm_dump audit_gemm_gpu_test)
 # Built with the GPU targets when the full configure works, so the audit stage reuses them.
 AUDIT_HOST_TARGETS=(audit_bench tiebreak_cli)
 # With the benchmarks (the audit stage times audit_bench) where Google Benchmark is installed.
