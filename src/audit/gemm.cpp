@@ -538,18 +538,30 @@ gemm_identification identify_gemm(const gemm_dump& d, const gemm_identify_option
     cands.push_back(f);
   }
 
-  // Sampled output tiles of 16 x 8: the first and the last, the others at seeded random places.
+  // Sampled output tiles of 16 x 8: the first and the last, the others at seeded random tile
+  // positions. Tile rows start at 0, 16, 32, ... and the last at M - 16 (columns likewise), so a
+  // dimension that is not a multiple of the tile still has every element in some tile.
   const std::size_t th = std::min<std::size_t>(16, d.M), tw = std::min<std::size_t>(8, d.N);
+  const std::size_t nr_t = (d.M + th - 1) / th, nc_t = (d.N + tw - 1) / tw;
+  const auto row_at = [&](std::size_t t) { return std::min(t * th, d.M - th); };
+  const auto col_at = [&](std::size_t t) { return std::min(t * tw, d.N - tw); };
+  const std::size_t total = nr_t * nc_t;
+  const std::size_t want = std::min(o.tiles, total);
   std::mt19937_64 rng(o.seed);
   std::set<std::pair<std::size_t, std::size_t>> origins;
-  const std::size_t max_tiles = ((d.M + th - 1) / th) * ((d.N + tw - 1) / tw);
-  const std::size_t want = std::min(o.tiles, max_tiles);
   if (want > 0) origins.insert({0, 0});
   if (want > 1) origins.insert({d.M - th, d.N - tw});
-  while (origins.size() < want) {
-    const std::size_t r = std::uniform_int_distribution<std::size_t>(0, (d.M - th) / th)(rng) * th;
-    const std::size_t c = std::uniform_int_distribution<std::size_t>(0, (d.N - tw) / tw)(rng) * tw;
-    origins.insert({r, c});
+  if (want * 2 >= total) {  // dense sample: take tiles in a seeded random order
+    std::vector<std::size_t> order(total);
+    for (std::size_t q = 0; q < total; ++q) order[q] = q;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t q = 0; q < total && origins.size() < want; ++q) origins.insert({row_at(order[q] / nc_t), col_at(order[q] % nc_t)});
+  } else {  // sparse sample: rejection (at most half the positions are taken, so it ends quickly)
+    while (origins.size() < want) {
+      const std::size_t r = std::uniform_int_distribution<std::size_t>(0, nr_t - 1)(rng);
+      const std::size_t c = std::uniform_int_distribution<std::size_t>(0, nc_t - 1)(rng);
+      origins.insert({row_at(r), col_at(c)});
+    }
   }
   id.tile_origins.assign(origins.begin(), origins.end());
   id.tiles = id.tile_origins.size();

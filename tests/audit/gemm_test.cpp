@@ -10,6 +10,7 @@
 #include <boost/multiprecision/cpp_int.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -215,6 +216,22 @@ TEST(GemmIdentify, SaysSoWhenNothingExplainsD) {
   o.tiles = 2;
   const audit::gemm_identification id = audit::identify_gemm(d, o);
   EXPECT_FALSE(id.explained());
+}
+
+TEST(GemmIdentify, ShapesThatAreNotMultiplesOfTheTileAreCoveredAndTheSampleEnds) {
+  gemm_dump d = make_dump(formats::bf16, formats::bf16, 40, 20, 32, 2, 14);
+  std::fill(d.d.begin(), d.d.end(), 0u);
+  audit::gemm_identify_options o;
+  o.tiles = 1000;  // more than there are: 3 x 3 distinct tile positions
+  const audit::gemm_identification id = audit::identify_gemm(d, o);
+  EXPECT_EQ(id.tiles, 9u);
+  std::vector<char> seen(d.M * d.N, 0);
+  for (const auto& [r, c] : id.tile_origins)
+    for (std::size_t i = 0; i < 16; ++i)
+      for (std::size_t j = 0; j < 8; ++j) seen[(r + i) * d.N + c + j] = 1;
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<std::ptrdiff_t>(d.M * d.N));
+  o.tiles = 5;
+  EXPECT_EQ(audit::identify_gemm(d, o).tiles, 5u);
 }
 
 // ---- Statistics: planted biases ----------------------------------------------------------------
