@@ -13,6 +13,8 @@
 #include <cstring>
 #include <memory>
 
+#include <unistd.h>
+
 namespace tiebreak::audit {
 using emu::same_format;
 namespace {
@@ -205,6 +207,18 @@ gemm_dump load_gemm_dump(const std::filesystem::path& path, const gemm_load_opti
                   std::to_string(N) + "]");
   if (Ka > gemm_max_k)
     fail(src, "K = " + std::to_string(Ka) + " is too large for the exact reference (limit " + std::to_string(gemm_max_k) + ")");
+  // Refuse what cannot fit before allocating: encodings (4 bytes), decoded operands (8), the packed
+  // leading slice of B (8) and, per output, the reference, Σ|ab| and D as doubles (about 28 bytes).
+  {
+    const long double need = 12.0L * (static_cast<long double>(M) * Ka + static_cast<long double>(Ka) * N) +
+                              8.0L * Ka * N + 28.0L * static_cast<long double>(M) * N;
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    const long double have = pages > 0 && page > 0 ? static_cast<long double>(pages) * page : 0;
+    if (have > 0 && need > have)
+      fail(src, "M x N x K = " + std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(Ka) +
+                    " is too large: the reference needs about " + std::to_string(static_cast<unsigned long long>(need)) +
+                    " bytes, the machine has " + std::to_string(static_cast<unsigned long long>(have)));
+  }
   out.M = M;
   out.N = N;
   out.K = Ka;

@@ -483,6 +483,7 @@ std::vector<bad_case> audit_gemm_cases() {
       err("WrongShapeD", a({"@/gemm_d_shape.safetensors"}), {"tensor 'd'", "[4, 4]", "must be [M, N] = [4, 8]"}),
       err("ThreeDimsA", a({"@/gemm_a_3d.safetensors"}), {"tensor 'a'", "expected 2 dimensions"}),
       err("IntegerDtype", a({"@/gemm_a_i32.safetensors"}), {"tensor 'a'", "dtype I32 is not supported"}),
+      err("TooLargeForMemory", a({"@/gemm_huge.safetensors"}), {"1048576 x 1048576 x 65536", "too large", "bytes, the machine has"}),
       err("NpyF8", a({"@/gemm_npy_f8"}), {"a.npy", "tensor 'a'", "dtype f8 is not supported"}),
       err("UnknownLayout", a({"@/gemm_good.safetensors", "--a-layout", "diag"}), {"--a-layout", "diag"}),
       err("TilesZero", a({"@/gemm_good.safetensors", "--tiles", "0"}), {"--tiles"}),

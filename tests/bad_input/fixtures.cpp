@@ -351,6 +351,27 @@ void make_gemm_fixtures(const fs::path& D) {
     t.erase("d");
     io::write_safetensors(D / "gemm_no_d.safetensors", t);
   }
+  {
+    // 2^20 x 2^20 x 2^16 described by a 20-byte header of sparse tensors: refused before allocating.
+    T t;
+    t["a"] = {io::st_dtype::bf16, {std::size_t{1} << 20, std::size_t{1} << 16}, {}};
+    t["b"] = {io::st_dtype::bf16, {std::size_t{1} << 16, std::size_t{1} << 20}, {}};
+    t["d"] = {io::st_dtype::f32, {std::size_t{1} << 20, std::size_t{1} << 20}, {}};
+    std::string h = "{";
+    std::size_t off = 0;
+    for (const auto& [name, td] : t) {
+      std::size_t n = td.dtype == io::st_dtype::f32 ? 4 : 2;
+      for (std::size_t x : td.shape) n *= x;
+      h += (h.size() > 1 ? "," : "");
+      h += "\"" + name + "\":{\"dtype\":\"" + (td.dtype == io::st_dtype::f32 ? "F32" : "BF16") + "\",\"shape\":[" +
+           std::to_string(td.shape[0]) + "," + std::to_string(td.shape[1]) + "],\"data_offsets\":[" + std::to_string(off) + "," +
+           std::to_string(off + n) + "]}";
+      off += n;
+    }
+    h += "}";
+    write(D / "gemm_huge.safetensors", safetensors_bytes(h, {}));
+    fs::resize_file(D / "gemm_huge.safetensors", 8 + h.size() + off);  // sparse: no blocks written
+  }
   const std::vector<std::byte> g = read(D / "gemm_good.safetensors");
   write(D / "gemm_trunc.safetensors", std::vector<std::byte>(g.begin(), g.end() - 5));
   fs::create_directories(D / "gemm_npy_f8");
