@@ -267,7 +267,8 @@ fi
 # --- gemm: audit-gemm on the project's tensor-core GEMM and on torch.matmul (issue 22) ------------
 # tiebreak_gemm_dump runs gpu::mma_gemm (mma.m16n8k16.bf16, chunks in K order; and split-K 4 with an
 # f32 host reduction) and tools/gemm-torch-dump.py runs torch.matmul in bf16 (cuBLAS; shapes from
-# TIEBREAK_GEMM_TORCH_SHAPES); `tiebreak audit-gemm --identify` then names the scheme of each. Needs
+# TIEBREAK_GEMM_TORCH_SHAPES; interpreter TIEBREAK_PYTHON, default python3); `tiebreak audit-gemm
+# --identify` then names the scheme of each. Needs
 # the full build (tiebreak_cli). Reports (JSON and Markdown) go to $OUTDIR/gemm/, the inputs to /tmp.
 if want gemm; then
   G_OUT="$OUTDIR/gemm"; mkdir -p "$G_OUT"
@@ -285,7 +286,7 @@ if want gemm; then
       timeout 120 "$gdump" --out "$gdir/mma_gemm_splitk${sk}.safetensors" --m 2048 --n 2048 --k 4096 --split-k "$sk" \
         2>&1 | tee -a "$G_OUT/dumps.log" >>"$LOG"
     done
-    timeout 300 python3 "$ROOT/tools/gemm-torch-dump.py" "$gdir" \
+    timeout 300 "${TIEBREAK_PYTHON:-python3}" "$ROOT/tools/gemm-torch-dump.py" "$gdir" \
       --shapes "${TIEBREAK_GEMM_TORCH_SHAPES:-4096x4096x4096,1024x1024x8192}" 2>&1 | tee -a "$G_OUT/dumps.log" >>"$LOG"
     for f in "$gdir"/*.safetensors; do
       [ -f "$f" ] || continue
