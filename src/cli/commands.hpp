@@ -21,6 +21,8 @@ void register_mma(CLI::App& app);
 void register_analyze(CLI::App& app);
 /// `tiebreak audit` (audit_cmd.cpp, built with tiebreak::analysis and tiebreak::audit).
 void register_audit(CLI::App& app);
+/// `tiebreak audit-gemm` (gemm_cmd.cpp, built with tiebreak::audit).
+void register_audit_gemm(CLI::App& app);
 #endif
 
 }  // namespace tiebreak::cli
