@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The one script the lent GPU machine runs, from the repository root:
 #   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit attn-bench
-#                                         attn-bench-quick attn-cli (default: the first five; the
-#                                         others run only when named)
+#                                         attn-bench-quick attn-cli gemm (default: the first five;
+#                                         the others run only when named)
 # Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
 # every table instruction, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
 # sweep times and mismatch counts. Logs go to $OUT (the device tool's return folder) or build-device/out.
@@ -55,7 +55,7 @@ say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
 # --- configure + build -----------------------------------------------------------------------------
 GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test random_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_identify)
 # Targets that exist only in some checkouts (added by later work) are built when CMake knows them.
-OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test flash_gpu_test)
+OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test flash_gpu_test tiebreak_gemm_dump audit_gemm_gpu_test)
 # Built with the GPU targets when the full configure works, so the audit stage reuses them.
 AUDIT_HOST_TARGETS=(audit_bench tiebreak_cli)
 # With the benchmarks (the audit stage times audit_bench) where Google Benchmark is installed.
@@ -261,6 +261,44 @@ if want audit; then
       say "audit: timing skipped (no audit_bench or no time)"
     fi
     say "audit figures:"; grep -E "^\[audit-timing\]|max observed" "$A_OUT" | tee -a "$LOG"
+  fi
+fi
+
+# --- gemm: audit-gemm on the project's tensor-core GEMM and on torch.matmul (issue 22) ------------
+# tiebreak_gemm_dump runs gpu::mma_gemm (mma.m16n8k16.bf16, chunks in K order; and split-K 4 with an
+# f32 host reduction) and tools/gemm-torch-dump.py runs torch.matmul in bf16 (cuBLAS; shapes from
+# TIEBREAK_GEMM_TORCH_SHAPES; interpreter TIEBREAK_PYTHON, default python3); `tiebreak audit-gemm
+# --identify` then names the scheme of each. Needs
+# the full build (tiebreak_cli). Reports (JSON and Markdown) go to $OUTDIR/gemm/, the inputs to /tmp.
+if want gemm; then
+  G_OUT="$OUTDIR/gemm"; mkdir -p "$G_OUT"
+  gdir=/tmp/tiebreak_gemm; rm -rf "$gdir"; mkdir -p "$gdir"
+  gdump=$(find_bin tiebreak_gemm_dump); gcli=$(find_bin tiebreak)
+  if { [ -z "$gdump" ] || [ -z "$gcli" ]; } && [ "$mode" = full ]; then
+    say "gemm: building tiebreak_gemm_dump tiebreak_cli"
+    cmake --build "$B" -j "$JOBS" --target tiebreak_gemm_dump tiebreak_cli >>"$LOG" 2>&1
+    gdump=$(find_bin tiebreak_gemm_dump); gcli=$(find_bin tiebreak)
+  fi
+  if [ -z "$gdump" ] || [ -z "$gcli" ]; then
+    say "gemm: skipped: no tiebreak_gemm_dump or tiebreak binary (needs the full configure)"; status=1
+  else
+    for sk in 1 4; do
+      timeout 120 "$gdump" --out "$gdir/mma_gemm_splitk${sk}.safetensors" --m 2048 --n 2048 --k 4096 --split-k "$sk" \
+        2>&1 | tee -a "$G_OUT/dumps.log" >>"$LOG"
+    done
+    timeout 300 "${TIEBREAK_PYTHON:-python3}" "$ROOT/tools/gemm-torch-dump.py" "$gdir" \
+      --shapes "${TIEBREAK_GEMM_TORCH_SHAPES:-4096x4096x4096,1024x1024x8192}" 2>&1 | tee -a "$G_OUT/dumps.log" >>"$LOG"
+    for f in "$gdir"/*.safetensors; do
+      [ -f "$f" ] || continue
+      b=$(( $(left) - 10 ))
+      [ "$b" -lt 20 ] && { say "gemm: $(basename "$f") skipped: no time left"; continue; }
+      n=$(basename "$f" .safetensors)
+      t0=$(date +%s)
+      timeout "$b" "$gcli" audit-gemm "$f" --identify --tiles 16 -o "$G_OUT/$n.json" >"$G_OUT/$n.md" 2>"$G_OUT/$n.err"
+      rc=$?
+      say "gemm: $n exit $rc in $(( $(date +%s) - t0 ))s: $(grep -hE 'reproduced bit for bit|No candidate|Verdict' "$G_OUT/$n.md" | tr '\n' ' ')"
+      grep -h "exact reference" "$G_OUT/$n.err" | tee -a "$LOG" >/dev/null
+    done
   fi
 fi
 

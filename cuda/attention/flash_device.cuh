@@ -72,6 +72,28 @@ struct device_backend {
     const unsigned addr = tile_addr<C>(tile, k0 + r + 8 * m, n0);
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(addr));
   }
+  /// Two B fragments (blocks n0 and n0 + 8) in one ldmatrix.x4: matrices (n0, k0), (n0, k0 + 8),
+  /// (n0 + 8, k0), (n0 + 8, k0 + 8).
+  template <int C>
+  __device__ __forceinline__ static void load_b2_nmajor(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2],
+                                                        const std::uint16_t* tile, int n0, int k0, int lane) {
+    const int m = lane >> 3, r = lane & 7;
+    const unsigned addr = tile_addr<C>(tile, n0 + r + 8 * (m >> 1), k0 + 8 * (m & 1));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
+                 : "r"(addr));
+  }
+  /// Two B fragments (columns n0 and n0 + 8) in one ldmatrix.x4.trans: matrices (k0, n0),
+  /// (k0 + 8, n0), (k0, n0 + 8), (k0 + 8, n0 + 8).
+  template <int C>
+  __device__ __forceinline__ static void load_b2_kmajor(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2],
+                                                        const std::uint16_t* tile, int k0, int n0, int lane) {
+    const int m = lane >> 3, r = lane & 7;
+    const unsigned addr = tile_addr<C>(tile, k0 + r + 8 * (m & 1), n0 + 8 * (m >> 1));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
+                 : "r"(addr));
+  }
   __device__ __forceinline__ static std::uint32_t pack_bf16x2_rne(float lo, float hi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // cvt.rn.bf16x2.f32: .x (low half) = lo
     return *reinterpret_cast<const std::uint32_t*>(&v);
@@ -79,7 +101,7 @@ struct device_backend {
   template <class F>
   __device__ __forceinline__ void mma(F&& f) {
     const attn::mma_frags x = f(static_cast<int>(threadIdx.x));
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(x.c[0]), "+f"(x.c[1]), "+f"(x.c[2]), "+f"(x.c[3])

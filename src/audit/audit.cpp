@@ -20,25 +20,8 @@ namespace {
 
 constexpr double nan_v = std::numeric_limits<double>::quiet_NaN();
 
-/// The row scale: ulp in `f` of max_abs rounded to nearest-even into `f` (the core decides the
-/// grid: round_result::lsb_exp). All-zero rows use the smallest subnormal's ulp; an overflowing
-/// maximum uses the ulp of the largest finite value.
-double row_ulp(const format_desc& f, double max_abs) {
-  const int min_lsb = f.emin() - f.man_bits;
-  if (!(max_abs > 0)) return std::ldexp(1.0, min_lsb);
-  const round_result r = f64_bits_to(f, f64_to_bits(max_abs), rounding{round_mode::rne, 0});
-  if (r.overflow() || f.is_inf(r.bits)) return std::ldexp(1.0, f.emax() - f.man_bits);
-  return std::ldexp(1.0, std::max(r.lsb_exp, min_lsb));
-}
-
 error_test make_test(const analysis::running_moments& m, const audit_options& o) {
-  error_test e;
-  e.moments = m;
-  e.t = analysis::t_test(m, 0, 0.95);
-  e.sign = analysis::sign_test(m);
-  e.significant = m.n >= 2 && e.t.p_value < o.alpha / 2;
-  e.biased = e.significant && std::abs(e.t.mean) >= o.min_effect_ulps;
-  return e;
+  return make_error_test(m, o.alpha, o.min_effect_ulps);
 }
 
 /// Row samples of one tensor in one (batch, head): `rows` rows of `len` elements. Returns per-row
@@ -153,6 +136,27 @@ std::vector<double> tie_rows(const kernel_dump& d, const attn::problem& pr, std:
 }
 
 }  // namespace
+
+/// The row scale: ulp in `f` of max_abs rounded to nearest-even into `f` (the core decides the
+/// grid: round_result::lsb_exp). All-zero rows use the smallest subnormal's ulp; an overflowing
+/// maximum uses the ulp of the largest finite value.
+double row_ulp(const format_desc& f, double max_abs) {
+  const int min_lsb = f.emin() - f.man_bits;
+  if (!(max_abs > 0)) return std::ldexp(1.0, min_lsb);
+  const round_result r = f64_bits_to(f, f64_to_bits(max_abs), rounding{round_mode::rne, 0});
+  if (r.overflow() || f.is_inf(r.bits)) return std::ldexp(1.0, f.emax() - f.man_bits);
+  return std::ldexp(1.0, std::max(r.lsb_exp, min_lsb));
+}
+
+error_test make_error_test(const analysis::running_moments& m, double alpha, double min_effect_ulps) {
+  error_test e;
+  e.moments = m;
+  e.t = analysis::t_test(m, 0, 0.95);
+  e.sign = analysis::sign_test(m);
+  e.significant = m.n >= 2 && e.t.p_value < alpha / 2;
+  e.biased = e.significant && std::abs(e.t.mean) >= min_effect_ulps;
+  return e;
+}
 
 audit_report run_audit(const kernel_dump& d, const audit_options& o) {
   using clock = std::chrono::steady_clock;

@@ -26,6 +26,8 @@ void register_analyze(CLI::App& app);
 void register_audit(CLI::App& app);
 /// `tiebreak attention`: the instrumented flash attention, forward and backward (attention_cmd.cpp).
 void register_attention(CLI::App& app);
+/// `tiebreak audit-gemm` (gemm_cmd.cpp, built with tiebreak::audit).
+void register_audit_gemm(CLI::App& app);
 #endif
 
 }  // namespace tiebreak::cli

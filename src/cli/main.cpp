@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   tiebreak::cli::register_analyze(app);
   tiebreak::cli::register_audit(app);
   tiebreak::cli::register_attention(app);
+  tiebreak::cli::register_audit_gemm(app);
 #endif
   try {
     // CLI11 reports a mistyped subcommand, or an option before any, only as "A subcommand is

@@ -462,6 +462,52 @@ std::vector<bad_case> audit_cases() {
   return c;
 }
 
+
+// ------------------------------------------------------------------------------------------------
+// tiebreak audit-gemm: safetensors files and .npy folders (docs/gemm-audit.md).
+std::vector<bad_case> audit_gemm_cases() {
+  auto a = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"audit-gemm"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  return {
+      err("NoInput", a({}), {"input"}),
+      err("Missing", a({"@/missing.safetensors"}), {"missing.safetensors", "no such file"}),
+      err("NotSafetensors", a({"@/st_text.safetensors"}), {"st_text.safetensors", "header length"}),
+      err("Truncated", a({"@/gemm_trunc.safetensors"}), {"gemm_trunc.safetensors", "out of range (truncated file?"}),
+      err("MissingD", a({"@/gemm_no_d.safetensors"}), {"missing tensor 'd'"}),
+      err("EmptyFolder", a({"@/empty_folder"}), {"missing tensor 'a'", "no a.npy in the folder"}),
+      err("InnerDimsDisagree", a({"@/gemm_inner.safetensors"}), {"inner dimensions disagree", "K = 32", "K = 16"}),
+      err("InnerDimsDisagreeColMajorB", a({"@/gemm_good.safetensors", "--b-layout", "col"}),
+          {"inner dimensions disagree", "col-major", "K = 8"}),
+      err("WrongShapeD", a({"@/gemm_d_shape.safetensors"}), {"tensor 'd'", "[4, 4]", "must be [M, N] = [4, 8]"}),
+      err("ThreeDimsA", a({"@/gemm_a_3d.safetensors"}), {"tensor 'a'", "expected 2 dimensions"}),
+      err("IntegerDtype", a({"@/gemm_a_i32.safetensors"}), {"tensor 'a'", "dtype I32 is not supported"}),
+      err("TooLargeForMemory", a({"@/gemm_huge.safetensors"}), {"1048576 x 1048576 x 65536", "too large", "bytes, the machine has"}),
+      err("NpyF8", a({"@/gemm_npy_f8"}), {"a.npy", "tensor 'a'", "dtype f8 is not supported"}),
+      err("UnknownLayout", a({"@/gemm_good.safetensors", "--a-layout", "diag"}), {"--a-layout", "diag"}),
+      err("TilesZero", a({"@/gemm_good.safetensors", "--tiles", "0"}), {"--tiles"}),
+      err("AlphaNan", a({"@/gemm_good.safetensors", "--alpha", "nan"}), {"--alpha", "nan"}),
+      err("OutputIsDirectory", a({"@/gemm_good.safetensors", "-q", "-o", "@/empty_folder"}), {"empty_folder", "cannot open for writing"}),
+      ok("NanAndInfAreCounted", a({"@/gemm_nan.safetensors", "--json", "-q"}),
+         [](const process_result& r) {
+           const json j = only_json(r);
+           EXPECT_EQ(j["tensors"]["a"]["nonfinite"], 1);
+           EXPECT_EQ(j["tensors"]["d"]["nonfinite"], 1);
+           EXPECT_EQ(j["elements"]["excluded"], 9) << "row 0 (NaN in a) and d[3, 7] (Inf)";
+           EXPECT_EQ(j["elements"]["above"].get<int>() + j["elements"]["below"].get<int>() + j["elements"]["exact"].get<int>(), 32 - 9);
+         }),
+      ok("ExactDIsReproducedByEveryScheme", a({"@/gemm_good.safetensors", "--json", "-q", "--identify"}),
+         [](const process_result& r) {
+           const json j = only_json(r);
+           EXPECT_EQ(j["elements"]["exact"], 32);
+           EXPECT_EQ(j["identification"]["elements"], 32);
+           EXPECT_TRUE(j["identification"]["explained"].get<bool>());
+         }),
+  };
+}
+
 // ------------------------------------------------------------------------------------------------
 // tiebreak attention: options, shapes and input files (docs/attention.md). --emulate throughout: the
 // host twin on small shapes (the GPU path's own refusal is a CLI test, tests/cli/attention_cmd_test.cpp).
@@ -582,5 +628,6 @@ INSTANTIATE_TEST_SUITE_P(Demo, BadInput, testing::ValuesIn(demo_cases()), case_n
 INSTANTIATE_TEST_SUITE_P(Analyze, BadInput, testing::ValuesIn(analyze_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(Audit, BadInput, testing::ValuesIn(audit_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(Attention, BadInput, testing::ValuesIn(attention_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(AuditGemm, BadInput, testing::ValuesIn(audit_gemm_cases()), case_name);
 
 }  // namespace

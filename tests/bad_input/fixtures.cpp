@@ -319,6 +319,97 @@ void make_attention_fixtures(const fs::path& D) {
   io::write_safetensors(D / "attn_dim_v.safetensors", inputs(64, 128).second);
 }
 
+/// audit-gemm fixtures: a 4 x 32 x 8 bf16 product with an f32 D, and its malformed variants.
+void make_gemm_fixtures(const fs::path& D) {
+  constexpr std::size_t M = 4, K = 32, N = 8;
+  auto enc = [](const format_desc& f, double x) {
+    return f64_bits_to(f, f64_to_bits(x), rounding{round_mode::rne, 0}).bits;
+  };
+  auto bytes = [](const std::vector<std::uint64_t>& bits, std::size_t item) {
+    std::vector<std::byte> b(bits.size() * item);
+    for (std::size_t i = 0; i < bits.size(); ++i)
+      for (std::size_t k = 0; k < item; ++k) b[i * item + k] = std::byte{static_cast<unsigned char>(bits[i] >> (8 * k))};
+    return b;
+  };
+  std::vector<double> a(M * K), b(K * N), d(M * N, 0.0);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::ldexp(static_cast<double>(static_cast<int>(i * 37 % 29) - 14), -3);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::ldexp(static_cast<double>(static_cast<int>(i * 53 % 31) - 15), -2);
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t j = 0; j < N; ++j)
+      for (std::size_t k = 0; k < K; ++k) d[i * N + j] += a[i * K + k] * b[k * N + j];  // exact: small integers times 2^-5
+  auto bits_of = [&](const format_desc& f, const std::vector<double>& xs) {
+    std::vector<std::uint64_t> o;
+    for (double x : xs) o.push_back(enc(f, x));
+    return o;
+  };
+  using T = std::map<std::string, io::st_tensor_data>;
+  const T good = {{"a", {io::st_dtype::bf16, {M, K}, bytes(bits_of(formats::bf16, a), 2)}},
+                  {"b", {io::st_dtype::bf16, {K, N}, bytes(bits_of(formats::bf16, b), 2)}},
+                  {"d", {io::st_dtype::f32, {M, N}, bytes(bits_of(formats::f32, d), 4)}}};
+  io::write_safetensors(D / "gemm_good.safetensors", good);
+  {
+    T t = good;
+    std::vector<double> an = a, dn = d;
+    an[0] = NAN;  // row 0 of the product is NaN: 8 elements excluded
+    dn[3 * N + 7] = INFINITY;
+    t["a"].bytes = bytes(bits_of(formats::bf16, an), 2);
+    t["d"].bytes = bytes(bits_of(formats::f32, dn), 4);
+    io::write_safetensors(D / "gemm_nan.safetensors", t);
+  }
+  {
+    T t = good;
+    t["b"] = {io::st_dtype::bf16, {16, N}, bytes(bits_of(formats::bf16, std::vector<double>(b.begin(), b.begin() + 16 * N)), 2)};
+    io::write_safetensors(D / "gemm_inner.safetensors", t);
+  }
+  {
+    T t = good;
+    t["d"] = {io::st_dtype::f32, {M, 4}, bytes(bits_of(formats::f32, std::vector<double>(d.begin(), d.begin() + M * 4)), 4)};
+    io::write_safetensors(D / "gemm_d_shape.safetensors", t);
+  }
+  {
+    T t = good;
+    t["a"].shape = {1, M, K};
+    io::write_safetensors(D / "gemm_a_3d.safetensors", t);
+  }
+  {
+    T t = good;
+    t["a"] = {io::st_dtype::i32, {M, K}, std::vector<std::byte>(M * K * 4, std::byte{0})};
+    io::write_safetensors(D / "gemm_a_i32.safetensors", t);
+  }
+  {
+    T t = good;
+    t.erase("d");
+    io::write_safetensors(D / "gemm_no_d.safetensors", t);
+  }
+  {
+    // 2^20 x 2^20 x 2^16 described by a 20-byte header of sparse tensors: refused before allocating.
+    T t;
+    t["a"] = {io::st_dtype::bf16, {std::size_t{1} << 20, std::size_t{1} << 16}, {}};
+    t["b"] = {io::st_dtype::bf16, {std::size_t{1} << 16, std::size_t{1} << 20}, {}};
+    t["d"] = {io::st_dtype::f32, {std::size_t{1} << 20, std::size_t{1} << 20}, {}};
+    std::string h = "{";
+    std::size_t off = 0;
+    for (const auto& [name, td] : t) {
+      std::size_t n = td.dtype == io::st_dtype::f32 ? 4 : 2;
+      for (std::size_t x : td.shape) n *= x;
+      h += (h.size() > 1 ? "," : "");
+      h += "\"" + name + "\":{\"dtype\":\"" + (td.dtype == io::st_dtype::f32 ? "F32" : "BF16") + "\",\"shape\":[" +
+           std::to_string(td.shape[0]) + "," + std::to_string(td.shape[1]) + "],\"data_offsets\":[" + std::to_string(off) + "," +
+           std::to_string(off + n) + "]}";
+      off += n;
+    }
+    h += "}";
+    write(D / "gemm_huge.safetensors", safetensors_bytes(h, {}));
+    fs::resize_file(D / "gemm_huge.safetensors", 8 + h.size() + off);  // sparse: no blocks written
+  }
+  const std::vector<std::byte> g = read(D / "gemm_good.safetensors");
+  write(D / "gemm_trunc.safetensors", std::vector<std::byte>(g.begin(), g.end() - 5));
+  fs::create_directories(D / "gemm_npy_f8");
+  write(D / "gemm_npy_f8" / "a.npy", npy_bytes("<f8", false, "(4, 32)", f64_bytes(a)));
+  write(D / "gemm_npy_f8" / "b.npy", npy_bytes("<f8", false, "(32, 8)", f64_bytes(b)));
+  write(D / "gemm_npy_f8" / "d.npy", npy_bytes("<f8", false, "(4, 8)", f64_bytes(d)));
+}
+
 }  // namespace
 
 std::vector<std::byte> npy_bytes(const std::string& descr, bool fortran, const std::string& shape,
@@ -362,6 +453,7 @@ const std::filesystem::path& fixture_dir() {
       make_npy_fixtures(dir);
       make_audit_fixtures(dir);
       make_attention_fixtures(dir);
+      make_gemm_fixtures(dir);
     }
     ~holder() {
       std::error_code ec;

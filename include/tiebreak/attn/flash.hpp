@@ -23,7 +23,9 @@
 ///   be.smem()             the block's shared memory
 ///   be.load_a/load_b_nmajor/load_b_kmajor<C>(frag, tile, ...)   a fragment from a swizzled tile, with
 ///                         the semantics of the portable functions of the same name below (the
-///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test)
+///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test);
+///                         load_b2_*(b0, b1, tile, n0 or k0, ...): the fragments of blocks n0 and n0 + 8
+///                         (ldmatrix.x4)
 /// Every arithmetic decision — the f32 operations (tiebreak::f32, round-to-nearest-even, named), the
 /// software exp2/log2, the bf16 narrowings (fast.hpp, proven equal to round_pack) — is made in this
 /// header, so kernel and twin agree bit for bit wherever the backend's mma agrees with the model
@@ -118,6 +120,21 @@ struct flash_tensors {
   std::uint16_t* dv = nullptr;
 };
 
+/// Rows whose every score a probed forward pass writes out, for plots (MECHANISM.md: the prefix sum
+/// along the keys, marking P-bar == 1). `rows` holds `count` row numbers q_row(b, h, i) (problem.hpp);
+/// row r's key j goes to element r_index · seq_k + j of `score` (the raw f32 score S = Q Kᵀ, −Inf where
+/// masked), `pbar` (P-bar as the kernel computed it) and `offset` (the offset o in force for that
+/// key's tile, scaled log2 domain). Device pointers for the kernels. Written only by the probed
+/// instantiation (flash_args::counters not null); keys a row never reaches (causal tiles skipped)
+/// are left as they were.
+struct row_dump {
+  const std::uint64_t* rows = nullptr;
+  std::uint32_t count = 0;
+  float* score = nullptr;
+  float* pbar = nullptr;
+  float* offset = nullptr;
+};
+
 /// One call. `counters`, when not null, is a HOST table of batch·heads head_counters (b·heads + h)
 /// that the call adds its counts to (the probed instantiation runs only then).
 struct flash_args {
@@ -125,6 +142,7 @@ struct flash_args {
   flash_options opt;
   flash_tensors t;
   probe::head_counters* counters = nullptr;
+  row_dump dump;  ///< optional (count 0: none)
 };
 
 /// Why a call is not supported (flash_check); ok is zero.
@@ -312,7 +330,8 @@ struct fwd_regs {
   float s[NB][4];
   float o[DN][4];
   std::uint32_t p[PK][4];
-  std::uint32_t kb[2];
+  std::uint32_t kb[NB][2];  ///< B fragments of one head-dim chunk of K, all key blocks
+  std::uint32_t vb[DN][2];  ///< B fragments of one key chunk of V, all head-dim blocks
   float m[2];             ///< running maximum of the raw scores
   float off[2];           ///< current offset (scaled log2 domain)
   float l[2];             ///< this thread's part of the row sum of P-bar
@@ -408,11 +427,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     TIEBREAK_UNROLL
     for (int kc = 0; kc < KC; ++kc) {
       TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; nb += 2)  // all fragments of the chunk first: the loads overlap
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_b2_nmajor<D>(r.kb[nb], r.kb[nb + 1], kt_s, 8 * nb, 16 * kc, tid & 31);
+        });
+      TIEBREAK_UNROLL
       for (int nb = 0; nb < NB; ++nb) {
-        be.for_threads([&](int tid) { be.template load_b_nmajor<D>(regs[be.slot(tid)].kb, kt_s, 8 * nb, 16 * kc, tid & 31); });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
-          return mma_frags{r.q[kc], r.kb, r.s[nb]};
+          return mma_frags{r.q[kc], r.kb[nb], r.s[nb]};
         });
       }
     }
@@ -497,12 +521,30 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         r.off[x] = on;
         float l = f32::mul_rn(r.l[x], alpha);
         const int row = q0 + 16 * w + g + 8 * x;
+        int dump_slot = -1;  // this row's place in a.dump.rows
+        if constexpr (Probe::enabled) {
+          if (row < seq_q) {
+            const std::uint64_t qr = sh.q_row(b, h, row);
+            for (std::uint32_t i = 0; i < a.dump.count; ++i)
+              if (a.dump.rows[i] == qr) dump_slot = static_cast<int>(i);
+          }
+        }
         TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb) {
           TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
             float& sv = r.s[nb][2 * x + e];
+            const float raw = sv;
             sv = f32::exp2_sw(score_x<Sc>(sv, on, c));
+            if constexpr (Probe::enabled) {
+              const int key = k0 + 8 * nb + 2 * t + e;
+              if (dump_slot >= 0 && key < seq_k) {
+                const std::size_t at = static_cast<std::size_t>(dump_slot) * sh.seq_k + static_cast<std::size_t>(key);
+                if (a.dump.score) a.dump.score[at] = raw;
+                if (a.dump.pbar) a.dump.pbar[at] = sv;
+                if (a.dump.offset) a.dump.offset[at] = on;
+              }
+            }
             l = f32::add_rn(l, sv);
             if constexpr (Probe::enabled) {
               if (sv == 1.0f && row < seq_q) {
@@ -533,11 +575,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     TIEBREAK_UNROLL
     for (int pk = 0; pk < PK; ++pk) {
       TIEBREAK_UNROLL
+      for (int dn = 0; dn < DN; dn += 2)
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_b2_kmajor<D>(r.vb[dn], r.vb[dn + 1], vt_s, 16 * pk, 8 * dn, tid & 31);
+        });
+      TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
-        be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].kb, vt_s, 16 * pk, 8 * dn, tid & 31); });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
-          return mma_frags{r.p[pk], r.kb, r.o[dn]};
+          return mma_frags{r.p[pk], r.vb[dn], r.o[dn]};
         });
       }
     }

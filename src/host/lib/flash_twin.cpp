@@ -17,6 +17,23 @@ namespace {
 
 using attn::mma_frags;
 
+/// One warp's mma operands as matrices: A 16 x 16 (bf16), B 16 x 8 (bf16, k x n), C 16 x 8 (f32).
+struct mma_operands {
+  std::uint16_t a[16][16];
+  std::uint16_t b[16][8];
+  float c[16][8];
+};
+
+/// C = A B + C, every element through the model of mma.m16n8k16.row.col.f32.bf16.bf16.f32.
+[[gnu::noinline]] void mma_tile(mma_operands& m) {
+  static constexpr emu::mma_model model = emu::mma_entry(emu::mma_instr::mma_m16n8k16_bf16).model;
+  for (int row = 0; row < 16; ++row)
+    for (int col = 0; col < 8; ++col) {
+      const auto d = emu::mma_dot(model, f32_to_bits(m.c[row][col]), &m.a[row][0], 1, &m.b[0][col], 8);
+      m.c[row][col] = bits_to_f32(static_cast<std::uint32_t>(d.bits));
+    }
+}
+
 /// The backend of a block of T threads run on one host thread: each collective loops over the lanes.
 template <int T>
 struct twin_backend {
@@ -49,34 +66,43 @@ struct twin_backend {
   static void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0, int lane) {
     attn::load_b_kmajor<C>(b, tile, k0, n0, lane);
   }
+  template <int C>
+  static void load_b2_nmajor(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2], const std::uint16_t* tile, int n0, int k0,
+                             int lane) {
+    attn::load_b_nmajor<C>(b0, tile, n0, k0, lane);
+    attn::load_b_nmajor<C>(b1, tile, n0 + 8, k0, lane);
+  }
+  template <int C>
+  static void load_b2_kmajor(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2], const std::uint16_t* tile, int k0, int n0,
+                             int lane) {
+    attn::load_b_kmajor<C>(b0, tile, k0, n0, lane);
+    attn::load_b_kmajor<C>(b1, tile, k0, n0 + 8, lane);
+  }
   static std::uint32_t pack_bf16x2_rne(float lo, float hi) noexcept {
     return attn::pack2(f32_bits_to_bf16_rne(f32_to_bits(lo)), f32_bits_to_bf16_rne(f32_to_bits(hi)));
   }
-  /// mma.m16n8k16.row.col.f32.bf16.bf16.f32 of each warp, through the model (emu/mma.hpp).
+  /// mma.m16n8k16.row.col.f32.bf16.bf16.f32 of each warp, through the model (emu/mma.hpp): the
+  /// fragments are gathered by the PTX layout here, the 128 elements computed by mma_tile (compiled
+  /// once, not once per call site).
   template <class F>
   void mma(F&& f) {
-    static constexpr emu::mma_model model = emu::mma_entry(emu::mma_instr::mma_m16n8k16_bf16).model;
     for (int w = 0; w < T / 32; ++w) {
-      std::uint16_t A[16][16], B[16][8];
-      float C[16][8];
+      mma_operands m;
       for (int lane = 0; lane < 32; ++lane) {
         const mma_frags x = f(32 * w + lane);
         const int g = lane >> 2, t = lane & 3;
         for (int r = 0; r < 4; ++r)
           for (int h = 0; h < 2; ++h)
-            A[g + 8 * (r & 1)][2 * t + h + 8 * (r >> 1)] = static_cast<std::uint16_t>(x.a[r] >> (16 * h));
+            m.a[g + 8 * (r & 1)][2 * t + h + 8 * (r >> 1)] = static_cast<std::uint16_t>(x.a[r] >> (16 * h));
         for (int r = 0; r < 2; ++r)
-          for (int h = 0; h < 2; ++h) B[2 * t + h + 8 * r][g] = static_cast<std::uint16_t>(x.b[r] >> (16 * h));
-        for (int i = 0; i < 4; ++i) C[g + 8 * (i >> 1)][2 * t + (i & 1)] = x.c[i];
+          for (int h = 0; h < 2; ++h) m.b[2 * t + h + 8 * r][g] = static_cast<std::uint16_t>(x.b[r] >> (16 * h));
+        for (int i = 0; i < 4; ++i) m.c[g + 8 * (i >> 1)][2 * t + (i & 1)] = x.c[i];
       }
+      mma_tile(m);
       for (int lane = 0; lane < 32; ++lane) {
         const mma_frags x = f(32 * w + lane);
         const int g = lane >> 2, t = lane & 3;
-        for (int i = 0; i < 4; ++i) {
-          const int row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
-          const auto d = emu::mma_dot(model, f32_to_bits(C[row][col]), &A[row][0], 1, &B[0][col], 8);
-          x.c[i] = bits_to_f32(static_cast<std::uint32_t>(d.bits));
-        }
+        for (int i = 0; i < 4; ++i) x.c[i] = m.c[g + 8 * (i >> 1)][2 * t + (i & 1)];
       }
     }
   }

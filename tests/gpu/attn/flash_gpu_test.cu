@@ -28,7 +28,11 @@ struct tensors {
   std::vector<std::uint16_t> q, k, v, dout, o, dq, dk, dv;
   std::vector<float> o_f32, lse, delta;
   std::vector<probe::head_counters> counters;
+  std::vector<float> dump;  ///< score, pbar, offset of the dumped rows (probed runs)
 };
+
+/// The rows a probed run dumps: the first row of head 0 and the last row of the last head.
+std::vector<std::uint64_t> dump_rows(const shape& s) { return {s.q_row(0, 0, 0), s.q_row(s.batch - 1, s.heads - 1, s.seq_q - 1)}; }
 
 std::uint16_t bf16_of(double x) { return f32_bits_to_bf16_rne(f32_to_bits(static_cast<float>(x))); }
 
@@ -64,6 +68,7 @@ void prepare_outputs(tensors& t, const shape& s) {
   t.dk.assign(s.k_size(), 0);
   t.dv.assign(s.v_size(), 0);
   t.counters.assign(s.batch * s.heads, {});
+  t.dump.assign(3 * 2 * s.seq_k, -7.0f);
 }
 
 void run_host(tensors& t, const problem& p, const flash_options& opt, bool probed, bool backward) {
@@ -71,6 +76,9 @@ void run_host(tensors& t, const problem& p, const flash_options& opt, bool probe
   flash_args a{p, opt, {}, probed ? t.counters.data() : nullptr};
   a.t = {t.q.data(), t.k.data(), t.v.data(), t.dout.data(), t.o.data(), t.o_f32.data(), t.lse.data(),
          t.delta.data(), t.dq.data(), t.dk.data(), t.dv.data()};
+  const auto rows = dump_rows(p.shape);
+  const std::size_t n = 2 * p.shape.seq_k;
+  if (probed) a.dump = {rows.data(), 2, t.dump.data(), t.dump.data() + n, t.dump.data() + 2 * n};
   host::attention_forward(a);
   if (backward) host::attention_backward(a);
 }
@@ -88,7 +96,16 @@ void run_device(tensors& t, const problem& p, const flash_options& opt, bool pro
   TIEBREAK_CUDA_OK(dout.put(t.dout));
   flash_args a{p, opt, {}, probed ? t.counters.data() : nullptr};
   a.t = {q.p, k.p, v.p, dout.p, o.p, of.p, lse.p, delta.p, dq.p, dk.p, dv.p};
+  const auto rows = dump_rows(s);
+  dev_buf<std::uint64_t> drows(2);
+  dev_buf<float> dump(t.dump.size());
+  ASSERT_TRUE(drows.p && dump.p);
+  TIEBREAK_CUDA_OK(drows.put(rows));
+  TIEBREAK_CUDA_OK(dump.put(t.dump));
+  const std::size_t n = 2 * s.seq_k;
+  if (probed) a.dump = {drows.p, 2, dump.p, dump.p + n, dump.p + 2 * n};
   gpu::attention_forward(a);
+  TIEBREAK_CUDA_OK(dump.get(t.dump));
   if (backward) gpu::attention_backward(a);
   TIEBREAK_CUDA_OK(o.get(t.o));
   TIEBREAK_CUDA_OK(of.get(t.o_f32));
@@ -154,6 +171,7 @@ void compare_all(bool backward) {
             EXPECT_EQ(mismatches(h.dv, d.dv), 0u) << "dV " << what;
           }
           EXPECT_EQ(h.counters, d.counters) << "counters " << what;
+          EXPECT_EQ(mismatches(h.dump, d.dump), 0u) << "row dump " << what;
           compared += h.o.size() + h.lse.size() + (backward ? h.dq.size() + h.dk.size() + h.dv.size() + h.delta.size() : 0);
         }
       }

@@ -282,6 +282,43 @@ TEST(FlashTwin, BackwardMatchesF64) {
   }
 }
 
+// Dumped rows: every key's raw score, P-bar and offset; the P-bar == 1 keys of a planted row are
+// exactly its four repeated maxima, and under debias none is 1 while exp(score·scale − offset·ln2)
+// is what was computed.
+TEST(FlashTwin, DumpsChosenRows) {
+  const attn::shape s{1, 2, 1, 64, 96, 64, 64};
+  const problem_data p = make(s, false, 4, 0.25, true);
+  for (out_mode m : {out_mode::bf16, out_mode::debias}) {
+    std::vector<std::uint16_t> o(s.o_size());
+    std::vector<float> lse(s.lse_size());
+    std::vector<probe::head_counters> counters(2);
+    const std::uint64_t rows[2] = {s.q_row(0, 0, 5), s.q_row(0, 1, 63)};
+    std::vector<float> score(2 * s.seq_k, -7), pbar(2 * s.seq_k, -7), offset(2 * s.seq_k, -7);
+    attn::flash_args a{p.prob, {m}, {}, counters.data()};
+    a.t.q = p.q.data();
+    a.t.k = p.k.data();
+    a.t.v = p.v.data();
+    a.t.o_bf16 = o.data();
+    a.t.lse = lse.data();
+    a.dump = {rows, 2, score.data(), pbar.data(), offset.data()};
+    host::attention_forward(a);
+    for (int r = 0; r < 2; ++r) {
+      int ones = 0;
+      for (std::size_t j = 0; j < s.seq_k; ++j) {
+        const std::size_t at = r * s.seq_k + j;
+        ASSERT_NE(score[at], -7.0f) << j;
+        ones += pbar[at] == 1.0f;
+        if (m == out_mode::bf16 && j < 4) {
+          EXPECT_EQ(pbar[at], 1.0f);
+        }
+        const double want = std::exp2(static_cast<double>(score[at]) * p.prob.scale * 1.4426950408889634 - offset[at]);
+        EXPECT_NEAR(pbar[at], want, 1e-5 * (1 + want)) << j;
+      }
+      EXPECT_EQ(ones, m == out_mode::bf16 ? 4 : 0);
+    }
+  }
+}
+
 TEST(FlashTwin, RejectsWhatTheKernelsDoNotSupport) {
   problem_data p = make({1, 1, 1, 8, 8, 64, 64}, false, 1);
   std::vector<std::uint16_t> o(p.prob.shape.o_size());

@@ -112,6 +112,14 @@ struct audit_report {
   std::optional<reference::device_timing> device_timing;  ///< the GPU pass's split (device cuda only)
 };
 
+/// The verdict rule of one statistic (shared with audit-gemm): t test against 0 and sign test;
+/// significant when p < alpha / 2, biased when also |mean| >= min_effect_ulps.
+[[nodiscard]] error_test make_error_test(const analysis::running_moments& m, double alpha, double min_effect_ulps);
+
+/// The row scale: ulp in `f` of max_abs rounded to nearest-even into `f` (the smallest subnormal's
+/// ulp for 0; the largest finite value's ulp on overflow).
+[[nodiscard]] double row_ulp(const format_desc& f, double max_abs);
+
 /// Audits a decoded dump: computes the reference and every statistic above. Throws
 /// reference::reference_error for inconsistent sizes (load_kernel_dump never produces them).
 [[nodiscard]] audit_report run_audit(const kernel_dump& dump, const audit_options& options = {});
