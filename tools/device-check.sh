@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The one script the lent GPU machine runs, from the repository root:
 #   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit attn-bench
-#                                         attn-bench-quick gemm (default: the first five; the others
-#                                         run only when named)
+#                                         attn-bench-quick attn-cli gemm (default: the first five;
+#                                         the others run only when named)
 # Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
 # every table instruction, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
 # sweep times and mismatch counts. Logs go to $OUT (the device tool's return folder) or build-device/out.
@@ -387,6 +387,54 @@ if want attn-bench || want attn-bench-quick; then
     [ "$rc" -ne 0 ] && status=1
     grep -E "^attention-bench:|not measured|exited" "$OUTDIR/attn-bench.log" | tail -5 | tee -a "$LOG"
     [ -f "$OUTDIR/attention-bench.md" ] && sed -n '/^## Forward, D = 128/,/^## Every timed case/p' "$OUTDIR/attention-bench.md" | tee -a "$LOG"
+  fi
+fi
+
+# --- attn-cli: `tiebreak attention` and `tiebreak demo` on the GPU (issue 17; docs/attention.md) ---------
+# In the full build folder: tiebreak_cli and cli_commands_test. For each mode (and fused scaling), one
+# causal GQA problem with a ragged length on the GPU and on the host twin (--emulate): the two
+# safetensors files must be byte-identical and the probe counters equal. Then cli_commands_test's
+# attention and demo tests (the demo runs the kernels here), `tiebreak demo`'s time, and a larger run
+# audited with the GPU reference. Output: $OUTDIR/attn-cli.log.
+if want attn-cli; then
+  C_LOG="$OUTDIR/attn-cli.log"; : >"$C_LOG"
+  if [ ! -f "$BUILD/full/CMakeCache.txt" ]; then
+    full_cfg OFF || say "attn-cli: configure failed; see $LOG"
+  fi
+  b=$(( $(left) - 60 ))
+  if [ -f "$BUILD/full/CMakeCache.txt" ] && [ "$b" -gt 30 ] &&
+     timeout "$b" cmake --build "$BUILD/full" -j "$JOBS" --target tiebreak_cli cli_commands_test >>"$LOG" 2>&1; then
+    cli="$BUILD/full/tiebreak"
+    W=$(mktemp -d)
+    ok=1
+    for m in bf16 fp32 debias stochastic bf16-fma; do
+      am=${m%-fma}; extra=(); [ "$m" = bf16-fma ] && extra=(--scale-fma)
+      args=(attention --mode "$am" "${extra[@]}" --causal --shape 2,4,200,128 --kv-heads 2 --seed 5 -q)
+      if "$cli" "${args[@]}" -o "$W/gpu_$m.safetensors" >>"$C_LOG" 2>&1 &&
+         "$cli" "${args[@]}" --emulate -o "$W/twin_$m.safetensors" >>"$C_LOG" 2>&1 &&
+         cmp "$W/gpu_$m.safetensors" "$W/twin_$m.safetensors" >>"$C_LOG" 2>&1 &&
+         python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(a["heads"]!=b["heads"] or a["backend"]!="gpu")'            "$W/gpu_$m.probe.json" "$W/twin_$m.probe.json"; then
+        say "attn-cli: $m: GPU and twin files byte-identical, probe counters equal"
+      else
+        say "attn-cli: $m: GPU and twin DIFFER (or a run failed); see $C_LOG"; ok=0
+      fi
+    done
+    [ "$ok" = 1 ] || status=1
+    tb=$(find_bin cli_commands_test); [ -n "$tb" ] || tb=$(find "$BUILD/full" -type f -name cli_commands_test -perm -u+x | head -1)
+    if [ -n "$tb" ]; then
+      timeout 300 "$tb" --gtest_filter='AttentionCmd.*:DemoCmd.*' >>"$C_LOG" 2>&1; rc=$?
+      [ "$rc" -ne 0 ] && status=1
+      say "attn-cli: cli_commands_test (AttentionCmd, DemoCmd) exit $rc: $(grep -E '^\[  (PASSED|FAILED) ' "$C_LOG" | tr '\n' ' ')"
+    fi
+    t0=$(date +%s%N)
+    "$cli" demo >"$OUTDIR/demo.txt" 2>>"$C_LOG"; rc=$?
+    say "attn-cli: tiebreak demo exit $rc in $(( ($(date +%s%N) - t0) / 1000000 )) ms; $(grep -E '^\(seed' "$OUTDIR/demo.txt" | tail -1)"
+    "$cli" attention --mode bf16 --shape 4,16,1024,128 --seed 3 -o "$W/big.safetensors" >>"$C_LOG" 2>&1 &&
+      "$cli" audit "$W/big.safetensors" --device cuda -q | tail -2 | tee -a "$C_LOG" >>"$LOG"
+    grep -E "forward .* backward" "$C_LOG" | tail -1 | tee -a "$LOG"
+    rm -rf "$W"
+  else
+    say "attn-cli: tiebreak_cli or cli_commands_test did not build (host dependencies missing?); see $LOG"; status=1
   fi
 fi
 

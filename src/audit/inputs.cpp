@@ -263,8 +263,7 @@ kernel_dump load_kernel_dump(const std::filesystem::path& path, const load_optio
   const raw_tensor& rq = store.need("q");
   const raw_tensor& rk = store.need("k");
   const raw_tensor& rv = store.need("v");
-  const raw_tensor& ro = store.need("o");
-  const dims4 q = dims_of(src, rq, L), k = dims_of(src, rk, L), v = dims_of(src, rv, L), o = dims_of(src, ro, L);
+  const dims4 q = dims_of(src, rq, L), k = dims_of(src, rk, L), v = dims_of(src, rv, L);
   auto mismatch = [&](const raw_tensor& t, const std::string& what, std::size_t have, const std::string& other,
                       std::size_t want) {
     if (have != want)
@@ -276,14 +275,19 @@ kernel_dump load_kernel_dump(const std::filesystem::path& path, const load_optio
   mismatch(rv, "batch", v.b, "q has", q.b);
   mismatch(rv, "heads", v.h, "k has", k.h);
   mismatch(rv, "seq", v.s, "k has", k.s);
-  mismatch(ro, "batch", o.b, "q has", q.b);
-  mismatch(ro, "heads", o.h, "q has", q.h);
-  mismatch(ro, "seq", o.s, "q has", q.s);
-  mismatch(ro, "dim", o.d, "v has", v.d);
+  // O's shape: as stored, or (inputs only) the one q and v imply, which `do` must have.
+  const raw_tensor* ro = opt.inputs_only ? nullptr : &store.need("o");
+  const dims4 o = ro ? dims_of(src, *ro, L) : dims4{q.b, q.h, q.s, v.d};
+  if (ro) {
+    mismatch(*ro, "batch", o.b, "q has", q.b);
+    mismatch(*ro, "heads", o.h, "q has", q.h);
+    mismatch(*ro, "seq", o.s, "q has", q.s);
+    mismatch(*ro, "dim", o.d, "v has", v.d);
+  }
   if (q.h % k.h != 0)
     fail(src, "shape mismatch: tensor 'k' has " + std::to_string(k.h) + " key/value heads, which do not divide q's " +
                   std::to_string(q.h) + " heads");
-  if (q.s > max_scores_per_head / k.s)
+  if (!opt.inputs_only && q.s > max_scores_per_head / k.s)
     fail(src, "tensors 'q' and 'k': seq_q " + std::to_string(q.s) + " x seq_k " + std::to_string(k.s) +
                   " is too large for the host reference (limit 2^28 scores per head)");
 
@@ -311,17 +315,24 @@ kernel_dump load_kernel_dump(const std::filesystem::path& path, const load_optio
   };
   auto same_as = [&](const raw_tensor& t, const dims4& want, const std::string& like) {
     const dims4 d = dims_of(src, t, L);
-    if (d.b != want.b || d.h != want.h || d.s != want.s || d.d != want.d)
+    if (d.b != want.b || d.h != want.h || d.s != want.s || d.d != want.d) {
+      if (like == "o" && !ro)  // inputs only: `do` against the shape q and v imply
+        fail(src, "shape mismatch: tensor '" + t.name + "' " + shape_text(t.shape) + " must be " +
+                      (L == layout::bhsd ? "[batch, heads, seq_q, dim_v] = " : "[batch, seq_q, heads, dim_v] = ") +
+                      shape_text(L == layout::bhsd ? std::vector<std::size_t>{want.b, want.h, want.s, want.d}
+                                                   : std::vector<std::size_t>{want.b, want.s, want.h, want.d}));
       fail(src, "shape mismatch: tensor '" + t.name + "' " + shape_text(t.shape) + " must have the shape of '" + like +
                     "' " + shape_text(store.need(like).shape));
+    }
     return d;
   };
 
   out.inputs.q = read(rq, q, false);
   out.inputs.k = read(rk, k, false);
   out.inputs.v = read(rv, v, false);
-  out.o = read(ro, o, true);
+  if (ro) out.o = read(*ro, o, true);
   if (const raw_tensor* t = store.find("do")) out.inputs.d_o = read(*t, same_as(*t, o, "o"), false);
+  if (opt.inputs_only) return out;
   for (const char* name : {"dq", "dk", "dv"}) {
     const raw_tensor* t = store.find(name);
     if (!t) continue;

@@ -8,6 +8,9 @@ class App;
 
 namespace tiebreak::cli {
 
+/// Records the process's arguments for common.hpp's command_line() (main() calls it first).
+void set_command_line(int argc, const char* const* argv);
+
 /// `tiebreak round`: round values into a format (round_cmd.cpp).
 void register_round(CLI::App& app);
 /// `tiebreak add`: sum values left to right with every step's exact value and error (add_cmd.cpp).
@@ -21,6 +24,8 @@ void register_mma(CLI::App& app);
 void register_analyze(CLI::App& app);
 /// `tiebreak audit` (audit_cmd.cpp, built with tiebreak::analysis and tiebreak::audit).
 void register_audit(CLI::App& app);
+/// `tiebreak attention`: the instrumented flash attention, forward and backward (attention_cmd.cpp).
+void register_attention(CLI::App& app);
 /// `tiebreak audit-gemm` (gemm_cmd.cpp, built with tiebreak::audit).
 void register_audit_gemm(CLI::App& app);
 #endif

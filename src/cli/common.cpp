@@ -2,6 +2,7 @@
 /// @file Helpers shared by the CLI subcommands.
 
 #include "common.hpp"
+#include "commands.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -62,6 +63,16 @@ host::exact_number parse_value(std::string_view text, const format_desc& from) {
   }
   return host::parse_real(text);
 }
+
+namespace {
+std::vector<std::string>& stored_command_line() {
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+
+void set_command_line(int argc, const char* const* argv) { stored_command_line().assign(argv, argv + argc); }
+const std::vector<std::string>& command_line() { return stored_command_line(); }
 
 void restore_negative_special(std::string& value) {
   if (value.size() > 1 && value[0] == ' ' && value[1] == '-') value.erase(value.begin());

@@ -40,6 +40,10 @@ namespace tiebreak::cli {
 /// 18446744073709551616 through without a word.
 [[nodiscard]] std::string unsigned_number_error(const std::string& text);
 
+/// The arguments main() received (argv[0] first), as set_command_line (commands.hpp) stored them:
+/// for reports that record how they were made.
+[[nodiscard]] const std::vector<std::string>& command_line();
+
 /// Undoes main()'s protection of "-inf" / "-nan" arguments (a leading space) in a value list.
 void restore_negative_specials(std::vector<std::string>& values);
 void restore_negative_special(std::string& value);

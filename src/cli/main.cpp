@@ -38,6 +38,7 @@ bool is_negative_special(const char* arg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tiebreak::cli::set_command_line(argc, argv);
   std::vector<std::string> args(argv, argv + argc);
   for (std::string& a : args) {
     if (is_negative_special(a.c_str())) a.insert(a.begin(), ' ');
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
 #ifdef TIEBREAK_HAVE_ANALYSIS
   tiebreak::cli::register_analyze(app);
   tiebreak::cli::register_audit(app);
+  tiebreak::cli::register_attention(app);
   tiebreak::cli::register_audit_gemm(app);
 #endif
   try {

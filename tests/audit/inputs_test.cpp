@@ -262,6 +262,39 @@ TEST(AuditInputs, BadInputMatrix) {
 }
 
 // Big-endian .npy files (descr '>f4', '>f2') decode to the same values.
+// inputs_only (tiebreak attention --inputs): q, k, v and do are read, o is neither needed nor read,
+// outputs of any shape are ignored, and do must have the shape q and v imply.
+TEST(AuditInputs, InputsOnlyReadsTheKernelInputs) {
+  const auto d = small_dump(true);
+  const auto dir = temp_dir("inputs_only");
+  auto t = dump_tensors(d, false);
+  t.erase("o");
+  t["dq"].shape = {1, 1, 1, 1};  // broken outputs: ignored
+  t["dq"].values.resize(1);
+  std::map<std::string, io::st_tensor_data> st;
+  for (auto& [n, nt] : t) st[n] = {io::st_dtype::f32, nt.shape, encode_as(tiebreak::formats::f32, nt.values)};
+  io::write_safetensors(dir / "no_o.safetensors", st);
+  audit::load_options o;
+  o.inputs_only = true;
+  const auto r = audit::load_kernel_dump(dir / "no_o.safetensors", o);
+  EXPECT_EQ(r.inputs.q, d.inputs.q);
+  EXPECT_EQ(r.inputs.k, d.inputs.k);
+  EXPECT_EQ(r.inputs.v, d.inputs.v);
+  EXPECT_EQ(r.inputs.d_o, d.inputs.d_o);
+  EXPECT_TRUE(r.o.empty() && r.dq.empty() && r.lse.empty());
+  EXPECT_EQ(r.info("o"), nullptr);
+  EXPECT_THAT(load_error(dir / "no_o.safetensors"), HasSubstr("missing tensor 'o'"));
+  st["do"].shape = {2, 4, 5, 3};
+  st["do"].bytes.resize(2 * 4 * 5 * 3 * 4);
+  io::write_safetensors(dir / "do_shape.safetensors", st);
+  try {
+    (void)audit::load_kernel_dump(dir / "do_shape.safetensors", o);
+    ADD_FAILURE() << "no error";
+  } catch (const audit::input_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("tensor 'do' [2, 4, 5, 3] must be [batch, heads, seq_q, dim_v] = [2, 4, 5, 4]"));
+  }
+}
+
 TEST(AuditInputs, NpyBigEndian) {
   const auto d = small_dump();
   const auto dir = temp_dir("npy_be");

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -508,6 +509,95 @@ std::vector<bad_case> audit_gemm_cases() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// tiebreak attention: options, shapes and input files (docs/attention.md). --emulate throughout: the
+// host twin on small shapes (the GPU path's own refusal is a CLI test, tests/cli/attention_cmd_test.cpp).
+std::vector<bad_case> attention_cases() {
+  auto a = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"attention", "--emulate", "-q", "-o", "@/attn_out.safetensors"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  auto probe = [] {
+    std::ifstream in(fixture_dir() / "attn_out.probe.json");
+    return json::parse(in);
+  };
+  return {
+      err("MissingMode", {"attention", "--emulate", "--shape", "1,1,64,64", "-o", "@/attn_out.safetensors"}, {"--mode"}),
+      err("MissingOutput", {"attention", "--emulate", "--mode", "bf16", "--shape", "1,1,64,64"}, {"--output"}),
+      err("UnknownMode", a({"--mode", "fp16", "--shape", "1,1,64,64"}), {"--mode", "'fp16'", "bf16 fp32 debias stochastic"}),
+      err("NeitherShapeNorInputs", a({"--mode", "bf16"}), {"--shape", "--inputs"}),
+      err("BothShapeAndInputs", a({"--mode", "bf16", "--shape", "1,2,64,64", "--inputs", "@/attn_no_do.safetensors"}),
+          {"exactly one"}),
+      err("ShapeThreeParts", a({"--mode", "bf16", "--shape", "1,2,64"}), {"--shape", "B,H,S,D", "'1,2,64'"}),
+      err("ShapeZero", a({"--mode", "bf16", "--shape", "1,0,64,64"}), {"--shape", "'1,0,64,64'"}),
+      err("ShapeText", a({"--mode", "bf16", "--shape", "1,2,sixty,64"}), {"--shape", "'1,2,sixty,64'"}),
+      err("ShapeNegative", a({"--mode", "bf16", "--shape", "1,-2,64,64"}), {"--shape"}),
+      err("ShapeHuge", a({"--mode", "bf16", "--shape", "4294967296,1,64,64"}), {"--shape"}),
+      err("ShapeBeyondMemory", a({"--mode", "bf16", "--shape", "65536,256,65536,128"}), {"--shape", "bytes of host memory"}),
+      err("HeadDim32", a({"--mode", "bf16", "--shape", "1,2,64,32"}), {"--shape", "head dim 32", "64 and 128"}),
+      err("HeadDim96", a({"--mode", "fp32", "--shape", "1,2,64,96"}), {"head dim 96", "64 and 128"}),
+      err("KvHeadsDoNotDivide", a({"--mode", "bf16", "--shape", "1,4,64,64", "--kv-heads", "3"}),
+          {"--kv-heads", "3 key/value heads for the 4 heads", "kv_heads must divide heads"}),
+      err("KvHeadsZero", a({"--mode", "bf16", "--shape", "1,4,64,64", "--kv-heads", "0"}),
+          {"--kv-heads", "0 key/value heads", "every size must be positive"}),
+      err("KvHeadsWithInputs", a({"--mode", "bf16", "--inputs", "@/attn_no_do.safetensors", "--kv-heads", "1"}),
+          {"--kv-heads", "only with --shape"}),
+      err("BetaOne", a({"--mode", "debias", "--beta", "1", "--shape", "1,1,64,64"}), {"--beta", "greater than 1"}),
+      err("BetaNan", a({"--mode", "debias", "--beta", "nan", "--shape", "1,1,64,64"}), {"--beta", "nan"}),
+      err("BetaText", a({"--mode", "debias", "--beta", "two", "--shape", "1,1,64,64"}), {"--beta"}),
+      err("ScaleZero", a({"--mode", "bf16", "--scale", "0", "--shape", "1,1,64,64"}), {"--scale"}),
+      err("ScaleInf", a({"--mode", "bf16", "--scale", "inf", "--shape", "1,1,64,64"}), {"--scale", "inf"}),
+      err("ScaleUnderflows", a({"--mode", "bf16", "--scale", "1e-400", "--shape", "1,1,64,64"}), {"--scale", "'1e-400'"}),
+      err("ScaleBeyondKernels", a({"--mode", "bf16", "--scale", "1e35", "--shape", "1,1,64,64"}),
+          {"the scale must be finite and positive"}),
+      err("TieShareAboveOne", a({"--mode", "bf16", "--tie-share", "1.5", "--shape", "1,1,64,64"}), {"--tie-share"}),
+      err("TieShareNan", a({"--mode", "bf16", "--tie-share", "nan", "--shape", "1,1,64,64"}), {"--tie-share", "nan"}),
+      err("SeedNegative", a({"--mode", "stochastic", "--seed", "-1", "--shape", "1,1,64,64"}), {"--seed", "'-1'"}),
+      err("ThreadsText", a({"--mode", "bf16", "--threads", "all", "--shape", "1,1,64,64"}), {"--threads"}),
+      err("UnknownLayout", a({"--mode", "bf16", "--inputs", "@/attn_no_do.safetensors", "--layout", "sbhd"}), {"--layout"}),
+      err("OutputInMissingFolder",
+          {"attention", "--emulate", "--mode", "bf16", "--shape", "1,1,64,64", "-o", "@/nowhere/x.safetensors"},
+          {"x.safetensors", "cannot open for writing"}),
+      err("OutputIsDirectory", {"attention", "--emulate", "--mode", "bf16", "--shape", "1,1,64,64", "-o", "@/empty_folder"},
+          {"empty_folder", "cannot open for writing"}),
+      // Input files: everything the audit's reader refuses, and what the kernels do not support.
+      err("InputMissing", a({"--mode", "bf16", "--inputs", "@/missing.safetensors"}), {"missing.safetensors", "no such file"}),
+      err("InputTruncated", a({"--mode", "bf16", "--inputs", "@/st_trunc_data.safetensors"}), {"st_trunc_data.safetensors"}),
+      err("InputBrokenJson", a({"--mode", "bf16", "--inputs", "@/st_bad_json.safetensors"}), {"not valid JSON"}),
+      err("InputIntegerDtype", a({"--mode", "bf16", "--inputs", "@/st_int_q.safetensors"}), {"tensor 'q'", "dtype I32"}),
+      err("InputThreeDims", a({"--mode", "bf16", "--inputs", "@/st_q_3d.safetensors"}), {"tensor 'q'", "4 dimensions"}),
+      err("InputMissingK", a({"--mode", "bf16", "--inputs", "@/st_no_k.safetensors"}), {"missing tensor 'k'"}),
+      err("InputHeadsDoNotDivide", a({"--mode", "bf16", "--inputs", "@/st_heads.safetensors"}), {"tensor 'k'", "3 key/value heads"}),
+      err("InputHeadDim4", a({"--mode", "bf16", "--inputs", "@/good.safetensors"}), {"good.safetensors", "head dim 4", "64 and 128"}),
+      err("InputHeadDim32", a({"--mode", "bf16", "--inputs", "@/attn_dim32.safetensors"}), {"attn_dim32.safetensors", "head dim 32"}),
+      err("InputDimVDiffers", a({"--mode", "bf16", "--inputs", "@/attn_dim_v.safetensors"}),
+          {"attn_dim_v.safetensors", "head dim 64, v has 128", "dim_v == dim"}),
+      err("InputNotBf16", a({"--mode", "bf16", "--inputs", "@/attn_q_not_bf16.safetensors"}),
+          {"attn_q_not_bf16.safetensors", "tensor 'q'", "not a bf16 value", "element 7", "0.1"}),
+      err("InputDoShape", a({"--mode", "bf16", "--inputs", "@/attn_do_shape.safetensors"}),
+          {"tensor 'do'", "[1, 2, 64, 32]", "must be [batch, heads, seq_q, dim_v] = [1, 2, 64, 64]"}),
+      err("InputNpyTruncated", a({"--mode", "bf16", "--inputs", "@/npy_q_trunc"}), {"q.npy", "truncated file"}),
+      // Legal: no `do` (drawn from the seed, said on stderr), NaN/Inf in the inputs (counted).
+      ok("InputWithoutDo", {"attention", "--emulate", "--mode", "bf16", "--inputs", "@/attn_no_do.safetensors", "-o",
+                            "@/attn_out.safetensors"},
+         [probe](const process_result& r) {
+           EXPECT_THAT(r.err, HasSubstr("no 'do': dO drawn from the seed"));
+           EXPECT_EQ(probe()["inputs"]["do"], "drawn");
+           EXPECT_EQ(lines_of(r.out).size(), 3u) << "the per-head table: header and 2 heads";
+         }),
+      ok("InputNanAndInfAreCounted", a({"--mode", "fp32", "--inputs", "@/attn_nan_k.safetensors"}),
+         [probe](const process_result&) {
+           const json j = probe();
+           EXPECT_EQ(j["inputs"]["nonfinite"]["k"], 2);
+           EXPECT_EQ(j["inputs"]["nonfinite"]["q"], 0);
+           EXPECT_EQ(j["heads"].size(), 2u);
+           EXPECT_EQ(j["heads"][0]["delta_error"]["count"].get<int>() + j["heads"][1]["delta_error"]["count"].get<int>(),
+                     128) << "every row is accounted for";
+         }),
+  };
+}
+
+// ------------------------------------------------------------------------------------------------
 class BadInput : public testing::TestWithParam<bad_case> {};
 
 TEST_P(BadInput, Contract) {
@@ -537,6 +627,7 @@ INSTANTIATE_TEST_SUITE_P(Mma, BadInput, testing::ValuesIn(mma_cases()), case_nam
 INSTANTIATE_TEST_SUITE_P(Demo, BadInput, testing::ValuesIn(demo_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(Analyze, BadInput, testing::ValuesIn(analyze_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(Audit, BadInput, testing::ValuesIn(audit_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Attention, BadInput, testing::ValuesIn(attention_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(AuditGemm, BadInput, testing::ValuesIn(audit_gemm_cases()), case_name);
 
 }  // namespace

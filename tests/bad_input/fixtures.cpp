@@ -288,6 +288,36 @@ void make_audit_fixtures(const fs::path& D) {
   npy_folder(D / "npy_v_bad_magic", d, [&](const fs::path& p) { write_text(p / "v.npy", "not a npy file, just text"); });
 }
 
+/// Inputs of `tiebreak attention`: bf16 q, k, v of [1, 2, 64, D] (values from make_problem), edited.
+void make_attention_fixtures(const fs::path& D) {
+  auto inputs = [](std::size_t dim, std::size_t dim_v) {
+    const reference::attention_inputs in = make_problem(reference::attention_shape{1, 2, 2, 64, 64, dim, dim_v}, 11);
+    std::map<std::string, io::st_tensor_data> t;
+    t["q"] = {io::st_dtype::bf16, {1, 2, 64, dim}, encode_as(formats::bf16, in.q)};
+    t["k"] = {io::st_dtype::bf16, {1, 2, 64, dim}, encode_as(formats::bf16, in.k)};
+    t["v"] = {io::st_dtype::bf16, {1, 2, 64, dim_v}, encode_as(formats::bf16, in.v)};
+    return std::make_pair(in, t);
+  };
+  {
+    auto [in, t] = inputs(64, 64);
+    io::write_safetensors(D / "attn_no_do.safetensors", t);  // legal: dO is drawn from the seed
+    std::vector<double> k = in.k;
+    k[3] = std::numeric_limits<double>::quiet_NaN();
+    k[100] = -std::numeric_limits<double>::infinity();
+    t["k"].bytes = encode_as(formats::bf16, k);
+    io::write_safetensors(D / "attn_nan_k.safetensors", t);  // legal: counted
+    t["k"].bytes = encode_as(formats::bf16, in.k);
+    std::vector<double> q = in.q;
+    q[7] = 0.1;  // not a bf16 value
+    t["q"] = {io::st_dtype::f32, {1, 2, 64, 64}, encode_as(formats::f32, q)};
+    io::write_safetensors(D / "attn_q_not_bf16.safetensors", t);
+    t["q"] = {io::st_dtype::bf16, {1, 2, 64, 64}, encode_as(formats::bf16, in.q)};
+    t["do"] = {io::st_dtype::bf16, {1, 2, 64, 32}, encode_as(formats::bf16, std::vector<double>(64 * 64, 1.0))};
+    io::write_safetensors(D / "attn_do_shape.safetensors", t);
+  }
+  io::write_safetensors(D / "attn_dim32.safetensors", inputs(32, 32).second);
+  io::write_safetensors(D / "attn_dim_v.safetensors", inputs(64, 128).second);
+}
 
 /// audit-gemm fixtures: a 4 x 32 x 8 bf16 product with an f32 D, and its malformed variants.
 void make_gemm_fixtures(const fs::path& D) {
@@ -422,6 +452,7 @@ const std::filesystem::path& fixture_dir() {
       fs::create_directories(dir);
       make_npy_fixtures(dir);
       make_audit_fixtures(dir);
+      make_attention_fixtures(dir);
       make_gemm_fixtures(dir);
     }
     ~holder() {

@@ -69,6 +69,10 @@ struct load_options {
   /// type, except that a tensor stored as f32/f64 whose finite values all fit bf16 exactly counts as
   /// bf16 (else f16 if they all fit f16): the usual way bf16 reaches a .npy file.
   std::optional<format_desc> value_format;
+  /// Read the kernel's inputs only: `q`, `k`, `v` (required) and `do` (optional, shape [B, H, Sq, Dv]);
+  /// `o`, `dq`, `dk`, `dv` and `lse` are neither required nor read, and the host reference's size
+  /// limit (max_scores_per_head) does not apply. For `tiebreak attention --inputs`.
+  bool inputs_only = false;
 };
 
 /// Reads `path`: a safetensors file, or a directory holding q.npy, k.npy, ... Throws input_error.
