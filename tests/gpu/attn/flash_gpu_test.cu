@@ -73,7 +73,7 @@ void prepare_outputs(tensors& t, const shape& s) {
 
 void run_host(tensors& t, const problem& p, const flash_options& opt, bool probed, bool backward) {
   prepare_outputs(t, p.shape);
-  flash_args a{p, opt, {}, probed ? t.counters.data() : nullptr};
+  flash_args a{p, opt, {}, probed ? t.counters.data() : nullptr, {}};
   a.t = {t.q.data(), t.k.data(), t.v.data(), t.dout.data(), t.o.data(), t.o_f32.data(), t.lse.data(),
          t.delta.data(), t.dq.data(), t.dk.data(), t.dv.data()};
   const auto rows = dump_rows(p.shape);
@@ -94,7 +94,7 @@ void run_device(tensors& t, const problem& p, const flash_options& opt, bool pro
   TIEBREAK_CUDA_OK(k.put(t.k));
   TIEBREAK_CUDA_OK(v.put(t.v));
   TIEBREAK_CUDA_OK(dout.put(t.dout));
-  flash_args a{p, opt, {}, probed ? t.counters.data() : nullptr};
+  flash_args a{p, opt, {}, probed ? t.counters.data() : nullptr, {}};
   a.t = {q.p, k.p, v.p, dout.p, o.p, of.p, lse.p, delta.p, dq.p, dk.p, dv.p};
   const auto rows = dump_rows(s);
   dev_buf<std::uint64_t> drows(2);

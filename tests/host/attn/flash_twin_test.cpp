@@ -69,7 +69,7 @@ outputs forward(const problem_data& p, attn::flash_options opt, bool probed = fa
   r.o_f32.assign(s.o_size(), -7.0f);
   r.lse.assign(s.lse_size(), -7.0f);
   r.counters.assign(s.batch * s.heads, {});
-  attn::flash_args a{p.prob, opt, {}, probed ? r.counters.data() : nullptr};
+  attn::flash_args a{p.prob, opt, {}, probed ? r.counters.data() : nullptr, {}};
   a.t.q = p.q.data();
   a.t.k = p.k.data();
   a.t.v = p.v.data();
@@ -257,7 +257,7 @@ TEST(FlashTwin, BackwardMatchesF64) {
       std::vector<std::uint16_t> gq(s.q_size()), gk(s.k_size()), gv(s.v_size());
       std::vector<float> delta(s.lse_size());
       std::vector<probe::head_counters> counters(s.batch * s.heads);
-      attn::flash_args a{p.prob, {m}, {}, counters.data()};
+      attn::flash_args a{p.prob, {m}, {}, counters.data(), {}};
       a.t = {p.q.data(), p.k.data(), p.v.data(), p.dout.data(), r.o.data(), r.o_f32.data(), r.lse.data(),
              delta.data(), gq.data(), gk.data(), gv.data()};
       host::attention_backward(a);
@@ -294,7 +294,7 @@ TEST(FlashTwin, DumpsChosenRows) {
     std::vector<probe::head_counters> counters(2);
     const std::uint64_t rows[2] = {s.q_row(0, 0, 5), s.q_row(0, 1, 63)};
     std::vector<float> score(2 * s.seq_k, -7), pbar(2 * s.seq_k, -7), offset(2 * s.seq_k, -7);
-    attn::flash_args a{p.prob, {m}, {}, counters.data()};
+    attn::flash_args a{p.prob, {m}, {}, counters.data(), {}};
     a.t.q = p.q.data();
     a.t.k = p.k.data();
     a.t.v = p.v.data();
@@ -323,7 +323,7 @@ TEST(FlashTwin, RejectsWhatTheKernelsDoNotSupport) {
   problem_data p = make({1, 1, 1, 8, 8, 64, 64}, false, 1);
   std::vector<std::uint16_t> o(p.prob.shape.o_size());
   std::vector<float> lse(p.prob.shape.lse_size());
-  attn::flash_args a{p.prob, {}, {}, nullptr};
+  attn::flash_args a{p.prob, {}, {}, nullptr, {}};
   a.t.q = p.q.data();
   a.t.k = p.k.data();
   a.t.v = p.v.data();
