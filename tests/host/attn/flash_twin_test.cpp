@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <stdexcept>
 #include <vector>
 
@@ -119,8 +120,18 @@ const shape_case cases[] = {
     {{2, 1, 1, 65, 129, 128, 128}, true},  // head dim 128, one row past a tile, seq_q < seq_k
 };
 
+/// The shapes a test walks: all three, or at the smoke level (the ASan build, where every modelled
+/// mma costs ~20x) only the causal one with rows that see no key.
+std::vector<shape_case> active_cases() {
+#if TIEBREAK_TEST_LEVEL_SMOKE
+  return {cases[1]};
+#else
+  return {std::begin(cases), std::end(cases)};
+#endif
+}
+
 TEST(FlashTwin, MatchesF64SoftmaxInEveryMode) {
-  for (const auto& sc : cases) {
+  for (const auto& sc : active_cases()) {
     const problem_data p = make(sc.s, sc.causal, 11);
     std::vector<double> ro, rl;
     reference(p, ro, rl);
@@ -226,7 +237,7 @@ TEST(FlashTwin, DebiasRemovesPOneInRowsWithRepeatedMaxima) {
 // Gradients against f64: P, dP = dO Vᵀ, delta = rowsum(dO ∘ O), dS = P ∘ (dP − delta),
 // dQ = scale dS K, dK = scale dSᵀ Q, dV = Pᵀ dO, all in double from the bf16 inputs.
 TEST(FlashTwin, BackwardMatchesF64) {
-  for (const auto& sc : cases) {
+  for (const auto& sc : active_cases()) {
     const problem_data p = make(sc.s, sc.causal, 17);
     const auto& s = sc.s;
     std::vector<double> ro, rl;
