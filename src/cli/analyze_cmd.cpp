@@ -37,23 +37,6 @@ struct input_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Runs `f`, turning any failure into a std::runtime_error with a one-line message; main() prints
-/// it as `tiebreak: error: <message>` and exits with code 2.
-template <class F>
-void run_reporting_errors(F&& f) {
-  try {
-    f();
-  } catch (const CLI::Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    for (char& c : msg)
-      if (c == '\n' || c == '\r') c = ' ';
-    std::fflush(stdout);
-    throw std::runtime_error(msg);
-  }
-}
-
 std::string shape_text(const std::vector<std::size_t>& shape) {
   if (shape.empty()) return "scalar";
   std::string s;
@@ -459,7 +442,7 @@ void register_analyze(CLI::App& app) {
   spectral->add_option("--tol", sa->tol, "Relative accuracy target")->capture_default_str()->check(finite_number)->check(CLI::Range(1e-15, 0.5));
   spectral->add_option("--method", sa->method, "lanczos or power")->capture_default_str()->check(CLI::IsMember({"lanczos", "power"}));
   spectral->callback([sa] {
-    run_reporting_errors([&] {
+    run_command([&] {
       for (const auto& f : sa->files) {
         const json j = spectral_one(f, *sa);
         if (sa->json_out) std::cout << j.dump() << '\n';
@@ -475,7 +458,7 @@ void register_analyze(CLI::App& app) {
   align->add_option("-k,--k", aa->k, "Dimension of the top singular subspaces compared")->capture_default_str()->check(CLI::PositiveNumber);
   align->add_option("--rank1", aa->rank1, "E.npy U.npy V.npy: coherence of sum_T E[T] U[T]ᵀ V[T]")->expected(3);
   align->add_option("--error-grad", aa->error_grad, ".npy error gradient G: its alignment with each matrix's top-k directions");
-  align->callback([aa] { run_reporting_errors([&] { run_align(*aa); }); });
+  align->callback([aa] { run_command([&] { run_align(*aa); }); });
 
   auto ba = std::make_shared<bias_args>();
   CLI::App* bias = analyze->add_subcommand("bias", "Bias statistics of signed errors (any shape, flattened in C order)");
@@ -491,7 +474,7 @@ void register_analyze(CLI::App& app) {
   bias->add_option("--cusum-k", ba->cusum_k, "CUSUM allowance (sd units)")->capture_default_str()->check(finite_number);
   bias->add_option("--cusum-h", ba->cusum_h, "CUSUM threshold (sd units)")->capture_default_str()->check(finite_number);
   bias->callback([ba] {
-    run_reporting_errors([&] {
+    run_command([&] {
       for (const auto& f : ba->files) {
         const json j = bias_one(f, *ba);
         if (ba->json_out) std::cout << j.dump() << '\n';

@@ -300,16 +300,7 @@ void register_attention(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "Host threads of the twin (0: all cores)")->capture_default_str()->check(uint);
   cmd->add_option("-o,--output", a->output, "The safetensors file to write (and OUT.probe.json beside it)")->required();
   cmd->add_flag("-q,--quiet", a->quiet, "No progress or summary on stderr");
-  cmd->callback([a] {
-    try {
-      run(*a);
-    } catch (const CLI::Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::fflush(stdout);
-      throw std::runtime_error(e.what());  // main() prints it on one line and exits with code 2
-    }
-  });
+  cmd->callback([a] { run_command([&] { run(*a); }); });
 }
 
 }  // namespace tiebreak::cli

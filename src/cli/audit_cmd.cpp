@@ -135,16 +135,7 @@ void register_audit(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "Worker threads (0: all cores)")->capture_default_str()->check(CLI::Validator([](std::string& s) { return unsigned_number_error(s); }, "UINT"));
   cmd->add_flag("--certify", a->certify, "Also check the f64 reference against a 60-digit recomputation (small problems)");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
-  cmd->callback([a] {
-    try {
-      run(*a);
-    } catch (const CLI::Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::fflush(stdout);
-      throw std::runtime_error(e.what());  // main() prints it on one line and exits with code 2
-    }
-  });
+  cmd->callback([a] { run_command([&] { run(*a); }); });
 }
 
 }  // namespace tiebreak::cli

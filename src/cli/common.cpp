@@ -8,10 +8,12 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 namespace tiebreak::cli {
@@ -168,6 +170,20 @@ std::string error_text(const error_report& e) {
   if (e.sign == 0) return "0 (exact)";
   return fmt::format("{} = {} ulp ({})", host::to_decimal_string(e.error), host::to_decimal_string(e.ulps),
                      e.direction == "away" ? "away from zero" : "toward zero");
+}
+
+void run_command(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const CLI::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    for (char& c : msg)
+      if (c == '\n' || c == '\r') c = ' ';
+    std::fflush(stdout);
+    throw std::runtime_error(msg);  // main() prints it on one line and exits with code 2
+  }
 }
 
 }  // namespace tiebreak::cli

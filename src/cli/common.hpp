@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,5 +96,11 @@ struct error_report {
 void put_error(nlohmann::json& j, const error_report& e);
 /// "error -0.00390625 = -0.5 ulp (toward zero)" or "error none (NaN)".
 [[nodiscard]] std::string error_text(const error_report& e);
+
+/// Runs a subcommand's body from its CLI11 callback: CLI11's own errors pass through (usage, exit
+/// code from CLI11); any other exception has stdout flushed and becomes a std::runtime_error with
+/// its message on one line (newlines become spaces), which main() prints and answers with exit
+/// code 2.
+void run_command(const std::function<void()>& body);
 
 }  // namespace tiebreak::cli

@@ -95,16 +95,7 @@ void register_audit_gemm(CLI::App& app) {
   cmd->add_option("--block", a->block, "Side of the output blocks of the per-block table")->capture_default_str()->check(uint)->check(CLI::Range(std::size_t{1}, std::size_t{1} << 31));
   cmd->add_option("--threads", a->threads, "Worker threads (0: all cores)")->capture_default_str()->check(uint);
   cmd->add_flag("-q,--quiet", a->quiet, "No timing line on stderr");
-  cmd->callback([a] {
-    try {
-      run(*a);
-    } catch (const CLI::Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::fflush(stdout);
-      throw std::runtime_error(e.what());  // main() prints it on one line and exits with code 2
-    }
-  });
+  cmd->callback([a] { run_command([&] { run(*a); }); });
 }
 
 }  // namespace tiebreak::cli
