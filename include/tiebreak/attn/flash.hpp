@@ -448,18 +448,20 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
       TIEBREAK_UNROLL
       for (int x = 0; x < 2; ++x) {
-        const int row = q0 + 16 * w + g + 8 * x;
-        const int vis = row < seq_q ? static_cast<int>(a.prob.visible_keys(row)) : seq_k;
+        if (need_mask) {  // the tiles at the end of the keys or across the causal diagonal only
+          const int row = q0 + 16 * w + g + 8 * x;
+          const int vis = (row < seq_q ? static_cast<int>(a.prob.visible_keys(row)) : seq_k) - k0 - 2 * t;
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e)
+              if (8 * nb + e >= vis) r.s[nb][2 * x + e] = -f32::inf;
+        }
         float mx = -f32::inf;
         TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb) {
+        for (int nb = 0; nb < NB; ++nb)
           TIEBREAK_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            float& sv = r.s[nb][2 * x + e];
-            if (need_mask && k0 + 8 * nb + 2 * t + e >= vis) sv = -f32::inf;
-            mx = f32::max(mx, sv);
-          }
-        }
+          for (int e = 0; e < 2; ++e) mx = f32::max(mx, r.s[nb][2 * x + e]);
         r.tmax[x] = mx;
       }
     });
@@ -556,10 +558,12 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           }
         }
         r.l[x] = l;
-        TIEBREAK_UNROLL
-        for (int dn = 0; dn < DN; ++dn) {
-          r.o[dn][2 * x] = f32::mul_rn(r.o[dn][2 * x], alpha);
-          r.o[dn][2 * x + 1] = f32::mul_rn(r.o[dn][2 * x + 1], alpha);
+        if (alpha != 1.0f) {  // o ⊗ 1 == o: skipped (a branch, not 32 multiplications, once the maximum settles)
+          TIEBREAK_UNROLL
+          for (int dn = 0; dn < DN; ++dn) {
+            r.o[dn][2 * x] = f32::mul_rn(r.o[dn][2 * x], alpha);
+            r.o[dn][2 * x + 1] = f32::mul_rn(r.o[dn][2 * x + 1], alpha);
+          }
         }
       }
       TIEBREAK_UNROLL
