@@ -153,6 +153,7 @@ enum class flash_error : std::uint8_t {
   too_large,        ///< a sequence or a tensor too long for the kernels' 32-bit row indices
   bad_beta,         ///< debias with beta not finite or not > 1
   bad_scale,        ///< scale not finite or not > 0
+  bad_near_tolerance,  ///< near_tolerance negative, not finite, or not finite once divided by the scale
   missing_tensor,   ///< a pointer the call needs is null
 };
 TIEBREAK_HDC const char* error_text(flash_error e) noexcept {
@@ -163,6 +164,8 @@ TIEBREAK_HDC const char* error_text(flash_error e) noexcept {
     case flash_error::too_large: return "sequence too long for the attention kernels (at most 2^30 rows per head)";
     case flash_error::bad_beta: return "--beta must be finite and greater than 1";
     case flash_error::bad_scale: return "the scale must be finite and positive";
+    case flash_error::bad_near_tolerance:
+      return "--near-tolerance must be finite and not negative (and finite in raw-score units: tolerance / scale)";
     case flash_error::missing_tensor: return "a tensor the call needs is missing (null pointer)";
   }
   return "unknown attention error";
@@ -177,6 +180,8 @@ TIEBREAK_HDC flash_error flash_check(const flash_args& a, bool backward) noexcep
     return flash_error::too_large;
   if (!(a.prob.scale > 0) || !(a.prob.scale < 1e30)) return flash_error::bad_scale;
   if (a.opt.mode == out_mode::debias && (!(a.opt.beta > 1.0f) || !(a.opt.beta < f32::inf))) return flash_error::bad_beta;
+  if (!(a.opt.near_tolerance >= 0.0f) || !(static_cast<double>(a.opt.near_tolerance) / a.prob.scale < 0x1.fffffep127))
+    return flash_error::bad_near_tolerance;
   const flash_tensors& t = a.t;
   if (!t.q || !t.k || !t.v || !t.lse) return flash_error::missing_tensor;
   if (a.opt.mode == out_mode::fp32 ? !t.o_f32 : !t.o_bf16) return flash_error::missing_tensor;
@@ -339,6 +344,7 @@ struct fwd_regs {
   std::uint32_t cnt[2];   ///< scores equal to the running maximum (quad total)
   std::uint32_t near[2];  ///< scores within the tolerance of it (quad total)
   std::uint32_t tc[2], tn[2];
+  int dslot[2];           ///< probe: the row's place in flash_args::dump.rows, or -1
   Probe pr;
 };
 
@@ -393,6 +399,15 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       r.l[x] = 0.0f;
       r.cnt[x] = 0;
       r.near[x] = 0;
+      r.dslot[x] = -1;
+      if constexpr (Probe::enabled) {
+        const int row = q0 + 16 * w + g + 8 * x;
+        if (row < seq_q) {
+          const std::uint64_t qr = sh.q_row(b, h, row);
+          for (std::uint32_t i = 0; i < a.dump.count; ++i)
+            if (a.dump.rows[i] == qr) r.dslot[x] = static_cast<int>(i);
+        }
+      }
     }
   });
 
@@ -479,13 +494,18 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         const float mn = f32::max(r.m[x], r.tmax[x]);
         const float lo = f32::sub_rn(mn, c.near_raw);
         std::uint32_t ce = 0, cn = 0;
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb) {
+        // Every score of the thread is <= the quad's tile maximum: when that lies below the
+        // threshold, no score can count, and the loop is skipped (most tiles, once the row's
+        // maximum has settled). Exact: the counts are 0 either way.
+        if (r.tmax[x] >= (Probe::enabled ? lo : mn)) {
           TIEBREAK_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            const float sv = r.s[nb][2 * x + e];
-            ce += sv == mn && mn != -f32::inf ? 1u : 0u;
-            cn += sv >= lo && mn != -f32::inf ? 1u : 0u;
+          for (int nb = 0; nb < NB; ++nb) {
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const float sv = r.s[nb][2 * x + e];
+              ce += sv == mn && mn != -f32::inf ? 1u : 0u;
+              if constexpr (Probe::enabled) cn += sv >= lo && mn != -f32::inf ? 1u : 0u;
+            }
           }
         }
         r.tc[x] = ce;
@@ -523,12 +543,22 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         r.off[x] = on;
         float l = f32::mul_rn(r.l[x], alpha);
         const int row = q0 + 16 * w + g + 8 * x;
-        int dump_slot = -1;  // this row's place in a.dump.rows
+        // Probe, on dumped rows only (a branch per row, found once before the tiles): the raw
+        // scores and the offset in force, before P-bar overwrites the scores.
+        auto dump = [&](float* dst, auto value) {
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const int key = k0 + 8 * nb + 2 * t + e;
+              if (key < seq_k)
+                dst[static_cast<std::size_t>(r.dslot[x]) * sh.seq_k + static_cast<std::size_t>(key)] = value(r.s[nb][2 * x + e]);
+            }
+        };
         if constexpr (Probe::enabled) {
-          if (row < seq_q) {
-            const std::uint64_t qr = sh.q_row(b, h, row);
-            for (std::uint32_t i = 0; i < a.dump.count; ++i)
-              if (a.dump.rows[i] == qr) dump_slot = static_cast<int>(i);
+          if (r.dslot[x] >= 0) {
+            if (a.dump.score) dump(a.dump.score, [](float sv) { return sv; });
+            if (a.dump.offset) dump(a.dump.offset, [on](float) { return on; });
           }
         }
         TIEBREAK_UNROLL
@@ -536,28 +566,27 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
             float& sv = r.s[nb][2 * x + e];
-            const float raw = sv;
             sv = f32::exp2_sw(score_x<Sc>(sv, on, c));
-            if constexpr (Probe::enabled) {
-              const int key = k0 + 8 * nb + 2 * t + e;
-              if (dump_slot >= 0 && key < seq_k) {
-                const std::size_t at = static_cast<std::size_t>(dump_slot) * sh.seq_k + static_cast<std::size_t>(key);
-                if (a.dump.score) a.dump.score[at] = raw;
-                if (a.dump.pbar) a.dump.pbar[at] = sv;
-                if (a.dump.offset) a.dump.offset[at] = on;
-              }
-            }
             l = f32::add_rn(l, sv);
-            if constexpr (Probe::enabled) {
-              if (sv == 1.0f && row < seq_q) {
-                r.pr.on_p_one(probe::p_one_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
-                                                  static_cast<std::uint32_t>(row)},
-                                                 static_cast<std::uint32_t>(k0 + 8 * nb + 2 * t + e)});
-              }
-            }
           }
         }
         r.l[x] = l;
+        if constexpr (Probe::enabled) {
+          if (r.dslot[x] >= 0 && a.dump.pbar) dump(a.dump.pbar, [](float p) { return p; });
+          // P-bar == 1 needs x >= -2^-20 (exp2_sw(x) < 1 - 6e-7 below); x is non-decreasing in the
+          // score under both scalings and the quad's tile maximum bounds the thread's scores, so
+          // rows whose maximum lies further below the offset are skipped (most rows, most tiles).
+          if (row < seq_q && score_x<Sc>(r.tmax[x], on, c) >= -0x1p-20f) {
+            TIEBREAK_UNROLL
+            for (int nb = 0; nb < NB; ++nb)
+              TIEBREAK_UNROLL
+              for (int e = 0; e < 2; ++e)
+                if (r.s[nb][2 * x + e] == 1.0f)
+                  r.pr.on_p_one(probe::p_one_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                                                    static_cast<std::uint32_t>(row)},
+                                                   static_cast<std::uint32_t>(k0 + 8 * nb + 2 * t + e)});
+          }
+        }
         if (alpha != 1.0f) {  // o ⊗ 1 == o: skipped (a branch, not 32 multiplications, once the maximum settles)
           TIEBREAK_UNROLL
           for (int dn = 0; dn < DN; ++dn) {
@@ -696,12 +725,22 @@ inline constexpr int bwd_warps = 4;
 inline constexpr int bwd_threads = 32 * bwd_warps;
 inline constexpr int bwd_rows = 16 * bwd_warps;  ///< query rows per dQ block, keys per dK/dV block
 inline constexpr int bwd_tile = 64;              ///< the other side's tile
+static_assert(bwd_rows == 64 && bwd_tile == 64, "tile_all_visible assumes 64 x 64 tiles");
 
 /// Shared memory of the dK/dV and dQ kernels: four bf16 tiles of 64 x D and two rows of 64 floats.
 template <int D>
 inline constexpr std::size_t bwd_smem_bytes = std::size_t{4} * 64 * D * 2 + 2 * 64 * 4;
 /// Shared memory of the delta kernel (probed): one head_counters per thread.
 inline constexpr std::size_t delta_smem_bytes = sizeof(probe::head_counters) * bwd_threads;
+
+/// Whether every (row, key) of the 64 x 64 tile rows [q0, q0 + 64) x keys [k0, k0 + 64) is visible
+/// (inside both sequences and, causal, on or below the diagonal: visible_keys grows with the row), so
+/// that the per-element visibility test can be skipped.
+TIEBREAK_FORCEINLINE TIEBREAK_HD bool tile_all_visible(const problem& p, int q0, int k0) noexcept {
+  const shape& sh = p.shape;
+  if (static_cast<std::size_t>(q0) + 64 > sh.seq_q || static_cast<std::size_t>(k0) + 64 > sh.seq_k) return false;
+  return !p.causal() || p.visible_keys(static_cast<std::size_t>(q0)) >= static_cast<std::size_t>(k0) + 64;
+}
 
 /// lse2 of a row: LSE ⊗ log2 e; +Inf for a row that sees no key (LSE = −Inf), so that every P is 0.
 TIEBREAK_FORCEINLINE TIEBREAK_HD float lse_log2(float lse) noexcept {
@@ -814,6 +853,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     const int h = static_cast<int>(sh.q_head(static_cast<std::size_t>(kvh), static_cast<std::size_t>(gh)));
     for (int qt = qt0; qt < n_qt; ++qt) {
       const int q0 = qt * bwd_tile;
+      const bool all_vis = tile_all_visible(a.prob, q0, k0);
       be.sync();  // the previous tile is consumed
       load_rows<Be, D>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
       load_rows<Be, D>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
@@ -868,7 +908,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
           TIEBREAK_UNROLL
           for (int i = 0; i < 4; ++i) {
             const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
-            const bool vis = key < seq_k && row < seq_q && a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key));
+            const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                         a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
             const float p = recompute_p<Sc>(r.st[nb][i], lse2s[qc], vis, c);
             r.st[nb][i] = p;
             r.dpt[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dpt[nb][i], deltas[qc]));
@@ -984,6 +1025,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
   });
   for (int kt = 0; kt < tiles; ++kt) {
     const int k0 = kt * bwd_tile;
+    const bool all_vis = tile_all_visible(a.prob, q0, k0);
     be.sync();
     load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
     load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
@@ -1029,7 +1071,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
         TIEBREAK_UNROLL
         for (int i = 0; i < 4; ++i) {
           const int x = i >> 1, row = q0 + 16 * w + g + 8 * x, key = k0 + 8 * nb + 2 * t + (i & 1);
-          const bool vis = key < seq_k && row < seq_q && a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key));
+          const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                       a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
           const float p = recompute_p<Sc>(r.s[nb][i], r.lse2[x], vis, c);
           r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
         }
