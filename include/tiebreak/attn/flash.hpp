@@ -811,8 +811,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void load_rows(Be& be, std::uint16_t* tile, con
 template <int D>
 struct dkdv_regs {
   static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
-  std::uint32_t fa[4];
-  std::uint32_t fb[2];
+  std::uint32_t fa[4], fa2[4];
+  std::uint32_t fb[2], fb2[2];
   float st[NB][4];   ///< Sᵀ, then Pᵀ
   float dpt[NB][4];  ///< dPᵀ, then dSᵀ
   std::uint32_t pa[PK][4];
@@ -877,25 +877,38 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       });
       TIEBREAK_UNROLL
       for (int kc = 0; kc < KC; ++kc) {
+        // The A fragments of the chunk once (both products), then the B fragments two key/query
+        // blocks at a time (ldmatrix.x4): per accumulator the same chain of mma over kc, in order.
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_a<D>(r.fa, ks, 16 * (tid >> 5), 16 * kc, tid & 31);
+          be.template load_a<D>(r.fa2, vs, 16 * (tid >> 5), 16 * kc, tid & 31);
+        });
         TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb) {
+        for (int nb = 0; nb < NB; nb += 2) {
           be.for_threads([&](int tid) {
             R& r = regs[be.slot(tid)];
-            be.template load_a<D>(r.fa, ks, 16 * (tid >> 5), 16 * kc, tid & 31);
-            be.template load_b_nmajor<D>(r.fb, qs, 8 * nb, 16 * kc, tid & 31);
+            be.template load_b2_nmajor<D>(r.fb, r.fb2, qs, 8 * nb, 16 * kc, tid & 31);
           });
           be.mma([&](int tid) {
             R& r = regs[be.slot(tid)];
             return mma_frags{r.fa, r.fb, r.st[nb]};
           });
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.fa, r.fb2, r.st[nb + 1]};
+          });
           be.for_threads([&](int tid) {
             R& r = regs[be.slot(tid)];
-            be.template load_a<D>(r.fa, vs, 16 * (tid >> 5), 16 * kc, tid & 31);
-            be.template load_b_nmajor<D>(r.fb, dos, 8 * nb, 16 * kc, tid & 31);
+            be.template load_b2_nmajor<D>(r.fb, r.fb2, dos, 8 * nb, 16 * kc, tid & 31);
           });
           be.mma([&](int tid) {
             R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa, r.fb, r.dpt[nb]};
+            return mma_frags{r.fa2, r.fb, r.dpt[nb]};
+          });
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.fa2, r.fb2, r.dpt[nb + 1]};
           });
         }
       }
@@ -980,8 +993,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
 template <int D>
 struct dq_regs {
   static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
-  std::uint32_t fa[4];
-  std::uint32_t fb[2];
+  std::uint32_t fa[4], fa2[4];
+  std::uint32_t fb[2], fb2[2];
   float s[NB][4];   ///< S, then P
   float dp[NB][4];  ///< dP, then dS
   std::uint32_t pa[PK][4];
@@ -1041,25 +1054,38 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     });
     TIEBREAK_UNROLL
     for (int kc = 0; kc < KC; ++kc) {
+      // The A fragments of the chunk once (both products), then the B fragments two key/query
+      // blocks at a time (ldmatrix.x4): per accumulator the same chain of mma over kc, in order.
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        be.template load_a<D>(r.fa, qs, 16 * (tid >> 5), 16 * kc, tid & 31);
+        be.template load_a<D>(r.fa2, dos, 16 * (tid >> 5), 16 * kc, tid & 31);
+      });
       TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; ++nb) {
+      for (int nb = 0; nb < NB; nb += 2) {
         be.for_threads([&](int tid) {
           R& r = regs[be.slot(tid)];
-          be.template load_a<D>(r.fa, qs, 16 * (tid >> 5), 16 * kc, tid & 31);
-          be.template load_b_nmajor<D>(r.fb, ks, 8 * nb, 16 * kc, tid & 31);
+          be.template load_b2_nmajor<D>(r.fb, r.fb2, ks, 8 * nb, 16 * kc, tid & 31);
         });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
           return mma_frags{r.fa, r.fb, r.s[nb]};
         });
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.fa, r.fb2, r.s[nb + 1]};
+        });
         be.for_threads([&](int tid) {
           R& r = regs[be.slot(tid)];
-          be.template load_a<D>(r.fa, dos, 16 * (tid >> 5), 16 * kc, tid & 31);
-          be.template load_b_nmajor<D>(r.fb, vs, 8 * nb, 16 * kc, tid & 31);
+          be.template load_b2_nmajor<D>(r.fb, r.fb2, vs, 8 * nb, 16 * kc, tid & 31);
         });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa, r.fb, r.dp[nb]};
+          return mma_frags{r.fa2, r.fb, r.dp[nb]};
+        });
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.fa2, r.fb2, r.dp[nb + 1]};
         });
       }
     }
