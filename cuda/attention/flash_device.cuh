@@ -106,6 +106,11 @@ struct device_backend {
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
                  : "r"(addr));
   }
+  /// Two adjacent elements in one store (the caller's index is even: the address is 4- or 8-byte aligned).
+  __device__ __forceinline__ static void store2(std::uint16_t* p, std::uint16_t lo, std::uint16_t hi) {
+    *reinterpret_cast<std::uint32_t*>(p) = static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
+  }
+  __device__ __forceinline__ static void store2(float* p, float lo, float hi) { *reinterpret_cast<float2*>(p) = make_float2(lo, hi); }
   __device__ __forceinline__ static std::uint32_t pack_bf16x2_rne(float lo, float hi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // cvt.rn.bf16x2.f32: .x (low half) = lo
     return *reinterpret_cast<const std::uint32_t*>(&v);

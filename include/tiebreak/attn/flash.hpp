@@ -21,6 +21,8 @@
 ///                         tile (rows >= valid_rows are zero); async on the device, then
 ///   be.commit(), be.wait<N>()                   cp.async.commit_group / wait_group N
 ///   be.smem()             the block's shared memory
+///   be.store2(p, lo, hi)  p[0] = lo, p[1] = hi for bf16 encodings or floats (p even-indexed: one
+///                         aligned 4- or 8-byte store on the device)
 ///   be.load_a/load_b_nmajor/load_b_kmajor<C>(frag, tile, ...)   a fragment from a swizzled tile, with
 ///                         the semantics of the portable functions of the same name below (the
 ///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test);
@@ -640,38 +642,42 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       const std::size_t orow = sh.o_offset(b, h, row);
       TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
+        const int col0 = 8 * dn + 2 * t;  // even: the pair (col0, col0 + 1) is stored as one word
+        float of[2];
+        std::uint16_t ob[2] = {0, 0};
+        philox_block rb{};  // stochastic: one block of four words covers columns (col0 & ~3) .. + 3
+        if constexpr (Mode == out_mode::stochastic)
+          rb = philox{a.opt.seed}(static_cast<std::uint32_t>(col0 >> 2), static_cast<std::uint32_t>(row),
+                                  static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
         TIEBREAK_UNROLL
         for (int e = 0; e < 2; ++e) {
-          const int col = 8 * dn + 2 * t + e;
-          const float of = f32::mul_rn(r.o[dn][2 * x + e], inv);
+          const int col = col0 + e;
+          of[e] = f32::mul_rn(r.o[dn][2 * x + e], inv);
           if constexpr (Mode == out_mode::fp32) {
-            a.t.o_f32[orow + col] = of;
             if constexpr (Probe::enabled) {
               r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
                                                               static_cast<std::uint32_t>(row)},
                                                              static_cast<std::uint32_t>(col), 0.0f});
             }
           } else {
-            std::uint16_t ob;
             if constexpr (Mode == out_mode::stochastic) {
-              const philox_block rb = philox{a.opt.seed}(static_cast<std::uint32_t>(col >> 2), static_cast<std::uint32_t>(row),
-                                                         static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
-              ob = f32_bits_to_bf16_sr(f32_to_bits(of), rb.w[col & 3]);
+              // word col & 3 = 2 (t & 1) + e, chosen with constant indices (a register, not a stack array)
+              ob[e] = f32_bits_to_bf16_sr(f32_to_bits(of[e]), (col & 2) != 0 ? rb.w[2 + e] : rb.w[e]);
             } else {
-              ob = f32_bits_to_bf16_rne(f32_to_bits(of));
+              ob[e] = f32_bits_to_bf16_rne(f32_to_bits(of[e]));
             }
-            a.t.o_bf16[orow + col] = ob;
-            if (a.t.o_f32) a.t.o_f32[orow + col] = of;
             if constexpr (Probe::enabled) {
-              const float rf = bits_to_f32(static_cast<std::uint32_t>(ob) << 16);
-              if (rf - rf == 0.0f && of - of == 0.0f) {  // both finite
+              const float rf = bits_to_f32(static_cast<std::uint32_t>(ob[e]) << 16);
+              if (rf - rf == 0.0f && of[e] - of[e] == 0.0f) {  // both finite
                 r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
                                                                 static_cast<std::uint32_t>(row)},
-                                                               static_cast<std::uint32_t>(col), bf16_error_ulps(ob, of)});
+                                                               static_cast<std::uint32_t>(col), bf16_error_ulps(ob[e], of[e])});
               }
             }
           }
         }
+        if constexpr (Mode != out_mode::fp32) be.store2(a.t.o_bf16 + orow + col0, ob[0], ob[1]);
+        if (Mode == out_mode::fp32 || a.t.o_f32) be.store2(a.t.o_f32 + orow + col0, of[0], of[1]);
       }
       if (t == 0) {
         // LSE = (offset + log2 l) · ln 2; −Inf for a row that sees no key (log of an empty sum).
