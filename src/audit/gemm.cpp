@@ -292,6 +292,9 @@ gemm_exact gemm_reference(const gemm_dump& d, unsigned threads) {
   std::vector<mma_operand> sad(std::max<std::size_t>(1, gsa.v.size())), sbd(std::max<std::size_t>(1, gsb.v.size()));
   for (std::size_t q = 0; q < sad.size(); ++q) sad[q] = emu::mma_decode(formats::f32, gsa.at(q / gsa.kblocks, q % gsa.kblocks), false);
   for (std::size_t q = 0; q < sbd.size(); ++q) sbd[q] = emu::mma_decode(formats::f32, gsb.at(q / gsb.kblocks, q % gsb.kblocks), false);
+  std::vector<double> sav(sad.size()), sbv(sbd.size());  // the scales' values (f32, exact in f64)
+  for (std::size_t q = 0; q < sav.size(); ++q) sav[q] = bits_to_f32(gsa.at(q / gsa.kblocks, q % gsa.kblocks));
+  for (std::size_t q = 0; q < sbv.size(); ++q) sbv[q] = bits_to_f32(gsb.at(q / gsb.kblocks, q % gsb.kblocks));
   // Per row (column): the smallest and largest exponent of its non-zero scales (the along-K path's
   // fixed point; INT_MAX / INT_MIN when all are zero).
   std::vector<int> sa_emin(M, std::numeric_limits<int>::max()), sa_emax(M, std::numeric_limits<int>::min());
@@ -368,20 +371,23 @@ gemm_exact gemm_reference(const gemm_dump& d, unsigned threads) {
           dense<false>(avx2, a0.data(), K, rpad, bp.data(), K, npad, k0, k1, p.data());
           dense<true>(avx2, a0.data(), K, rpad, bp.data(), K, npad, k0, k1, pabs.data());
         }
-        for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t r = 0; r < rows; ++r) {
+          const mma_operand& si = sad[sa_index(i0 + r, b)];
+          if (si.ssig == 0 || si.special()) continue;
+          const double sia = std::abs(sav[sa_index(i0 + r, b)]);
           for (std::size_t j = 0; j < N; ++j) {
             const std::size_t q = r * N + j;
-            const mma_operand& si = sad[sa_index(i0 + r, b)];
             const mma_operand& sj = sbd[sb_index(b, j)];
-            const std::int64_t sig = static_cast<std::int64_t>(si.ssig) * sj.ssig;
-            if (sig == 0 || si.special() || sj.special()) continue;
+            if (sj.ssig == 0 || sj.special()) continue;
+            absacc[q] += sia * std::abs(sbv[sb_index(b, j)]) * pabs[r * npad + j];  // a scale: rounding allowed
             const auto S = static_cast<std::int64_t>(p[r * npad + j]);
-            absacc[q] += std::abs(static_cast<double>(sig)) * std::ldexp(pabs[r * npad + j], si.exp + sj.exp - base[q]);
             if (S == 0) continue;
+            const std::int64_t sig = static_cast<std::int64_t>(si.ssig) * sj.ssig;
             const int sh = si.exp + sj.exp - base[q];
             if (!use_wide[q]) acc[q] += (static_cast<__int128>(S) * sig) << sh;
             else wide[q] += (cpp_int(S) * sig) << (sh + slice_bits * lev[q]);
           }
+        }
       }
       // Lower slices (rows with A pieces below slice 0, columns with B pieces below it: use_wide).
       const auto add_piece = [&](std::size_t r, std::size_t j, std::size_t k, std::int64_t prod, int level) {
@@ -392,7 +398,8 @@ gemm_exact gemm_reference(const gemm_dump& d, unsigned threads) {
         if (sig == 0 || si.special() || sj.special() || prod == 0) return;
         const int sh = si.exp + sj.exp - base[q];
         wide[q] += (cpp_int(prod) * sig) << (sh + slice_bits * (lev[q] - level));
-        absacc[q] += std::ldexp(std::abs(static_cast<double>(prod)) * std::abs(static_cast<double>(sig)), sh - slice_bits * level);
+        absacc[q] += std::abs(sav[sa_index(i0 + r, b)] * sbv[sb_index(b, j)]) *
+                     std::ldexp(std::abs(static_cast<double>(prod)), -slice_bits * level);
       };
       for (std::size_t r = 0; r < rows; ++r) {
         for (const sparse_entry& ea : asparse[r]) {
@@ -412,7 +419,7 @@ gemm_exact gemm_reference(const gemm_dump& d, unsigned threads) {
           if (abad[i] || bbad[j]) continue;  // NaN (element excluded)
           const bool zero = atop[i] == std::numeric_limits<int>::min() || btop[j] == std::numeric_limits<int>::min();
           const int E = zero ? 0 : atop[i] + btop[j] - 2 * slice_bits;
-          out.abs_sum[o] = zero ? 0.0 : std::ldexp(absacc[q], E + base[q]);
+          out.abs_sum[o] = zero ? 0.0 : std::ldexp(absacc[q], E);
           mma_operand c{0, 0};
           if (have_c) {
             c = emu::mma_decode(d.c_fmt, d.c[o], false);

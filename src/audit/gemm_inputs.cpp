@@ -303,7 +303,8 @@ gemm_dump load_gemm_dump(const std::filesystem::path& path, const gemm_load_opti
         }
       if (!hit) {
         std::string want;
-        for (const form& f : forms) want += (want.empty() ? "" : ", ") + shape_text(f.shape);
+        for (const form& f : forms)
+          if (want.find(shape_text(f.shape)) == std::string::npos) want += (want.empty() ? "" : ", ") + shape_text(f.shape);
         fail(src, "tensor '" + sn + "' has shape " + shape_text(rs->shape) + ", expected one element or one of " + want +
                       " (scale block " + std::to_string(o.scale_block) + ")");
       }
