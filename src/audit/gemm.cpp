@@ -1198,6 +1198,7 @@ nlohmann::json to_json(const gemm_report& r) {
                    {"instruction", s.scheme.fma_f32 ? std::string("fma.f32") : std::string(emu::mma_instr_name(s.scheme.instr))},
                    {"promote", s.scheme.promote}, {"split_k", s.scheme.split_k},
                    {"reduction", s.scheme.tree ? "pairwise" : "in_order"}, {"c_in_epilogue", s.scheme.c_in_epilogue},
+                   {"block_scales", !s.scheme.block_scales ? "none" : (s.scheme.scale_fma ? "fma" : "mul_add")},
                    {"mismatches", s.mismatches}, {"reproduces", s.mismatches == 0}});
     nlohmann::json tiles = nlohmann::json::array();
     for (const auto& [row, col] : id.tile_origins) tiles.push_back({row, col});

@@ -18,6 +18,8 @@
 /// wide integer (__int128, or Boost.Multiprecision when C, scales or many levels need more) and
 /// rounded once, to nearest-even, into f64 for the statistics. The error d − x is then formed in f64
 /// from that (off by at most 2^-53 |x|, i.e. ≤ 2^-29 ulps of an f32 row scale).
+/// Block scales (changing along K): the dense sums are flushed per scale block and each block sum
+/// enters scaled by its sa·sb (an __int128 per element while it provably fits, else cpp_int).
 #pragma once
 
 #include <tiebreak/analysis/bias.hpp>
