@@ -701,8 +701,8 @@ std::vector<gemm_scheme> gemm_candidates(const gemm_dump& d, std::vector<std::st
   if (instrs.empty())
     skipped.push_back(fmt::format("no tensor-core model takes {} x {} operands", d.a_fmt.name, d.b_fmt.name));
   if (block)
-    skipped.push_back(fmt::format("block scales: only schemes that promote every divisor of the scale block ({}) with "
-                                  "split-K parts of whole blocks are tried (fma.f32 and no promotion cannot scale per block)",
+    skipped.push_back(fmt::format("block scales: only schemes that promote every k·2^i dividing the scale block ({}), "
+                                  "with split-K parts of whole blocks, are tried (fma.f32 and no promotion cannot scale per block)",
                                   d.scale_block));
   if (d.scaled() && !block && !d.c.empty())
     skipped.push_back("scales with C: C as the first accumulator is not tried (D = s (A B) + C adds C after scaling)");
@@ -725,9 +725,17 @@ std::vector<gemm_scheme> gemm_candidates(const gemm_dump& d, std::vector<std::st
       if (f16out && sk > 1) continue;
       const std::size_t ks = K / static_cast<std::size_t>(sk);
       if (block && ks % d.scale_block != 0) continue;
-      for (int pr : promotes) {
-        if (pr != 0 && (f16out || pr % m.k != 0 || static_cast<std::size_t>(pr) >= ks || ks % static_cast<std::size_t>(pr) != 0)) continue;
-        if (block && (pr == 0 || d.scale_block % static_cast<std::size_t>(pr) != 0)) continue;
+      // Block scales: every promotion interval k·2^i that divides the scale block (the partial of one
+      // promotion must lie in one block); else the table's intervals below the part's length.
+      std::vector<int> prs;
+      if (block) {
+        for (std::size_t pr = static_cast<std::size_t>(m.k); pr <= d.scale_block && pr <= ks; pr *= 2)
+          if (d.scale_block % pr == 0) prs.push_back(static_cast<int>(pr));
+      } else {
+        prs.assign(std::begin(promotes), std::end(promotes));
+      }
+      for (int pr : prs) {
+        if (!block && pr != 0 && (f16out || pr % m.k != 0 || static_cast<std::size_t>(pr) >= ks || ks % static_cast<std::size_t>(pr) != 0)) continue;
         for (int tree = 0; tree < (sk >= 4 && std::has_single_bit(static_cast<unsigned>(sk)) ? 2 : 1); ++tree)
           for (int ce = c_first_ok ? 0 : 1; ce < (d.c.empty() ? 1 : 2); ++ce)
             for (int sf = 0; sf < (block ? 2 : 1); ++sf) {
@@ -1242,6 +1250,9 @@ std::string markdown_summary(const gemm_report& r) {
                               r.tensors.count("a") ? std::string(r.tensors.at("a").format.name) : "?",
                               r.tensors.count("b") ? std::string(r.tensors.at("b").format.name) : "?",
                               r.tensors.count("d") ? std::string(r.tensors.at("d").format.name) : "?");
+  if (r.scale_a != gemm_scale_kind::none || r.scale_b != gemm_scale_kind::none)
+    s += fmt::format("Scales: a {}, b {} (scale block {}).\n\n", gemm_scale_kind_name(r.scale_a), gemm_scale_kind_name(r.scale_b),
+                     r.scale_block);
   s += "| statistic | samples | mean | t | p | sign +/- | biased |\n|---|---|---|---|---|---|---|\n";
   auto row = [&](const char* name, const error_test& e) {
     s += fmt::format("| {} | {} | {:.4g} | {:.3g} | {:.3g} | {}/{} | {} |\n", name, e.moments.n, e.t.mean, e.t.t,
