@@ -323,9 +323,10 @@ audit::gemm_scale block_scale_b(std::size_t kblocks, std::size_t N, std::size_t 
 }
 
 TEST(GemmReference, BlockScalesAlongK) {
-  // 1 x 128 blocks of A, 128 x 128 of B; K = 300: three blocks, the last of 44 (the __int128 path, with C).
-  gemm_dump d = make_dump(formats::e4m3, formats::e4m3, 6, 130, 300, 4, 34);
-  d.scale_a = random_scale(audit::gemm_scale_kind::block, 6, 3, 5, 35);
+  // 1 x 128 blocks of A, 128 x 128 of B (two column blocks); K = 264: three blocks, the last of 8
+  // (the __int128 path, with C).
+  gemm_dump d = make_dump(formats::e4m3, formats::e4m3, 3, 130, 264, 4, 34);
+  d.scale_a = random_scale(audit::gemm_scale_kind::block, 3, 3, 5, 35);
   d.scale_b = block_scale_b(3, 130, 128, 5, 36);
   std::mt19937_64 rng(37);
   d.c = random_matrix(formats::bf16, d.M * d.N, 6, rng);
