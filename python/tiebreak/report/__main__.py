@@ -24,13 +24,17 @@ def main(argv=None) -> int:
     ap.add_argument("--tool-version", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--invoked-as", default=None, help=argparse.SUPPRESS)  # JSON list: the tiebreak command line
     args = ap.parse_args(argv)
-    try:
-        import matplotlib  # noqa: F401
-        import numpy  # noqa: F401
-    except ImportError as e:
-        sys.stderr.write(f"tiebreak: error: report: {e.name or 'matplotlib'} is not installed for {sys.executable}: "
-                         f"pip install matplotlib\n")
+    from importlib.util import find_spec
+
+    def missing(name):
+        sys.stderr.write(f"tiebreak: error: report: {name} is not installed for {sys.executable}: pip install matplotlib\n")
         return 2
+
+    # Checked before the inputs are read (cheap: finds, does not import); an installation that is
+    # found but breaks on import is caught where render imports it.
+    for name in ("matplotlib", "numpy"):
+        if find_spec(name) is None:
+            return missing(name)
     from .inputs import ReportError
     from .render import render
     invoked = None
@@ -44,6 +48,10 @@ def main(argv=None) -> int:
     except ReportError as e:
         sys.stderr.write(f"tiebreak: error: {' '.join(str(e).split())}\n")
         return 2
+    except ImportError as e:
+        if e.name in (None, "matplotlib", "numpy") or (e.name or "").startswith(("matplotlib.", "numpy.")):
+            return missing(f"a working {e.name or 'matplotlib'} ({e})")
+        raise
     return 0
 
 

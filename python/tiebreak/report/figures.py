@@ -116,8 +116,11 @@ def heatmap_grid(metrics, columns, *, xlabel="head", ylabel="batch", alt="heatma
             if annotate:
                 for i in range(v.shape[0]):
                     for j in range(v.shape[1]):
+                        # white on the dark ends of the colour map, black elsewhere
+                        t = (v[i, j] - vmin) / (vmax - vmin) if np.isfinite(v[i, j]) else 0.5
+                        dark = abs(t - 0.5) > 0.3 if metric.signed else t < 0.45
                         ax.text(j, i, fmt(v[i, j], metric.fmt_digits), ha="center", va="center", fontsize=7,
-                                color="black")
+                                color="white" if dark else "black")
         fig.colorbar(im, ax=list(axes[r]), fraction=0.04, pad=0.02, aspect=10)
     return to_img(fig, alt)
 

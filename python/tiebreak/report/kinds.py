@@ -16,10 +16,17 @@ are not registered because their JSON does not exist yet (docs/report.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Callable
 
-from . import analyze, attention, gemm
 from .inputs import Input, ReportError
+
+
+def _page(name: str) -> Callable:
+    """`module.function` of this package, imported on first call: reading and classifying the inputs
+    (and so every error about them) needs neither matplotlib nor numpy."""
+    module, fn = name.split(".")
+    return lambda *args: getattr(import_module(f".{module}", __package__), fn)(*args)
 
 
 @dataclass(frozen=True)
@@ -36,22 +43,22 @@ class Kind:
 
 KINDS = (
     Kind("audit", "tiebreak.audit", (1, 2), required=("shape.batch", "shape.heads", "heads", "summary.verdict"),
-         verdicts=attention.audit_verdicts, provenance=attention.audit_provenance, section=attention.audit_section),
+         verdicts=_page("attention.audit_verdicts"), provenance=_page("attention.audit_provenance"), section=_page("attention.audit_section")),
     Kind("attention probe", "tiebreak.attention_probe", (1,), required=("problem.batch", "problem.heads", "heads", "total", "options.mode"),
-         verdicts=attention.probe_verdicts, provenance=attention.probe_provenance, section=attention.probe_section),
+         verdicts=_page("attention.probe_verdicts"), provenance=_page("attention.probe_provenance"), section=_page("attention.probe_section")),
     Kind("audit-gemm", "tiebreak.audit-gemm", (1,), required=("shape.M", "elements", "error_ulps", "verdict.biased"),
-         verdicts=gemm.verdicts, provenance=gemm.provenance, section=gemm.section),
+         verdicts=_page("gemm.verdicts"), provenance=_page("gemm.provenance"), section=_page("gemm.section")),
     Kind("demo", None, detect=lambda d: {"domain", "rows", "pairs", "ties"} <= d.keys(), required=("rows", "seed"),
-         verdicts=attention.demo_verdicts, provenance=attention.demo_provenance, section=attention.demo_section),
+         verdicts=_page("attention.demo_verdicts"), provenance=_page("attention.demo_provenance"), section=_page("attention.demo_section")),
     Kind("analyze align", None, detect=lambda d: d.get("command") == "align" and "steps" in d,
          required=("steps", "cosine", "principal_angles_deg"),
-         verdicts=analyze.align_verdicts, provenance=analyze.align_provenance, section=analyze.align_section),
+         verdicts=_page("analyze.align_verdicts"), provenance=_page("analyze.align_provenance"), section=_page("analyze.align_section")),
     Kind("analyze spectral", None, detect=lambda d: {"spectral_norm", "file", "stable_rank"} <= d.keys(),
          required=("spectral_norm", "frobenius_norm"),
-         verdicts=analyze.spectral_verdicts, provenance=analyze.spectral_provenance, section=analyze.spectral_section),
+         verdicts=_page("analyze.spectral_verdicts"), provenance=_page("analyze.spectral_provenance"), section=_page("analyze.spectral_section")),
     Kind("analyze bias", None, detect=lambda d: {"drift", "sign_test", "bootstrap", "file"} <= d.keys(),
          required=("mean", "t", "p_value", "drift.first_alarm"),
-         verdicts=analyze.bias_verdicts, provenance=analyze.bias_provenance, section=analyze.bias_section),
+         verdicts=_page("analyze.bias_verdicts"), provenance=_page("analyze.bias_provenance"), section=_page("analyze.bias_section")),
 )
 
 KNOWN_TEXT = ("tiebreak.audit/1-2, tiebreak.attention_probe/1, tiebreak.audit-gemm/1, and the --json of "

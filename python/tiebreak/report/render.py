@@ -7,9 +7,6 @@ import datetime
 import os
 import platform
 import string
-import sys
-
-import matplotlib
 
 from . import kinds
 from .inputs import Input, ReportError, read_input
@@ -56,6 +53,8 @@ def _call(fn, inputs, what):
 
 
 def render_html(inputs, *, invoked_as=None, tool_version=None) -> str:
+    import matplotlib
+
     verdict_rows = []
     for inp in inputs:
         for cell, detail in _call(inp.kind.verdicts, inp, f"{inp.kind.name} verdict"):
