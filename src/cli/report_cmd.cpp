@@ -147,9 +147,9 @@ void run_report(const report_options& o) {
 
   std::vector<std::string> argv{python, "-m", "tiebreak.report", "--tool-version", TIEBREAK_VERSION,
                                 "--invoked-as", nlohmann::json(command_line()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+  argv.push_back("--output=" + o.output);  // '=' and '--': names that start with '-' stay names
+  argv.push_back("--");
   argv.insert(argv.end(), o.inputs.begin(), o.inputs.end());
-  argv.push_back("-o");
-  argv.push_back(o.output);
 
   std::string err;
   int spawn_errno = 0;
