@@ -157,7 +157,7 @@ def render_and_check(tb: str, work: str, files: dict) -> tuple:
     for path in inputs:
         if os.path.abspath(path) not in text:
             fail(f"provenance lacks {path}")
-    for path in files["attention probe"]:
+    for path in files["attention probe"] + files["audit"]:
         cl = " ".join(json.load(open(path))["command_line"])
         if cl not in text:
             fail(f"provenance lacks the command line of {path}: {cl}")

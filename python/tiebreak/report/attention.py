@@ -55,8 +55,8 @@ def audit_provenance(inp):
     return {
         "shape": _shape_text(d["shape"]) + (" causal" if d.get("causal") else ""),
         "data": f"{d.get('source', '?')} ({d.get('container', '?')}, {d.get('layout', '?')}); reference on {d.get('device', 'cpu')}",
-        "command_line": None,
-        "version": None,
+        "command_line": d.get("command_line"),  # written by tiebreak audit since 2026-12-03
+        "version": f"{d['tool']['name']} {d['tool']['version']}" if "tool" in d else None,
     }
 
 

@@ -12,7 +12,7 @@ from .page import esc, json_details, table, verdict_cell
 # Fields this page draws or tabulates; any other top-level field (added within the schema version,
 # docs/gemm-audit.md) is shown as JSON so that nothing the file says is silently dropped.
 _KNOWN = {"schema", "source", "container", "layout", "shape", "tensors", "options", "elements", "error_ulps",
-          "error_relative", "blocks", "verdict", "identification", "timing_s"}
+          "error_relative", "blocks", "verdict", "identification", "timing_s", "tool", "command_line"}
 
 
 def verdicts(inp):
@@ -37,7 +37,7 @@ def provenance(inp):
         "shape": f"M={d['shape']['M']} N={d['shape']['N']} K={d['shape']['K']}",
         "data": f"{d.get('source', '?')} ({d.get('container', '?')}; layouts a {d['layout']['a']}, b {d['layout']['b']}; {fmts})",
         "command_line": d.get("command_line"),
-        "version": None,
+        "version": f"{d['tool']['name']} {d['tool']['version']}" if "tool" in d else None,
     }
 
 
