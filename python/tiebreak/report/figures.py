@@ -76,9 +76,9 @@ def heatmap_grid(metrics, columns, *, xlabel="head", ylabel="batch", alt="heatma
     cell_w = 0.55 if shape[1] <= 16 else max(0.12, 8.0 / shape[1])
     panel_w = max(2.7, cell_w * shape[1] + 0.9)
     panel_h = max(1.3, min(0.45 * shape[0], 6.0) + 0.9)
-    fig = Figure(figsize=(min(panel_w * ncol + 1.4, 18), panel_h * nrow + 0.3))
+    fig = Figure(figsize=(min(panel_w * ncol + 2.0, 18), panel_h * nrow + 0.3))
     axes = fig.subplots(nrow, ncol, squeeze=False)
-    _margins(fig, top=0.85, right=0.1, hspace=0.75, wspace=0.35)
+    _margins(fig, top=0.85, right=0.7, hspace=0.75, wspace=0.35)
     annotate = shape[0] * shape[1] <= 64
     for r, metric in enumerate(metrics):
         values = [np.asarray(ms[r], dtype=float) for _, ms, _ in columns]
@@ -158,7 +158,7 @@ def ci_plot(columns, *, ylabel="mean error (ulps)", alt="means with 95 % interva
 def sign_bars(columns, *, alt="signs of the errors") -> str:
     """Histogram of the sign of every error event: per column (title, positive, zero, negative) as
     shares of the events, one stacked bar per column."""
-    fig = Figure(figsize=(min(1.2 * len(columns) + 2.5, 12), 3.0))
+    fig = Figure(figsize=(min(1.9 * len(columns) + 3.0, 16), 3.0))
     ax = fig.subplots()
     _margins(fig, right=2.1, bottom=0.75)
     x = np.arange(len(columns))
