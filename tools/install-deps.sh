@@ -19,7 +19,7 @@ debs=(
   libbenchmark-dev        # Google Benchmark
   libcli11-dev            # CLI11
   nlohmann-json3-dev      # nlohmann/json
-  python3 python3-pip python3-venv
+  python3 python3-pip python3-venv python3-dev   # python3-dev: headers for the extension (python/)
 )
 if [ "${1:-}" = sanitize ]; then
   debs+=(clang libclang-rt-dev)  # Debian's default clang (14 on bookworm) and libclang_rt.{asan,ubsan,fuzzer}
@@ -38,8 +38,10 @@ else
   echo "install-deps: all Debian packages present"
 fi
 
-# Python side: only what the benchmarks compare against (numpy + ml_dtypes). Optional for the tests.
+# Python side: numpy + ml_dtypes (the comparison benchmark), nanobind + scikit-build-core (the
+# Python package's extension, python/: CMake builds it when nanobind is importable) and pytest (its
+# tests, ctest python_pytest). Optional: without them the package and its test are left out.
 if [ "${TIEBREAK_SKIP_PIP:-0}" != 1 ]; then
-  python3 -m pip install -q --disable-pip-version-check numpy ml_dtypes || \
-    echo "install-deps: pip install numpy ml_dtypes failed (only the comparison benchmark needs them)"
+  python3 -m pip install -q --disable-pip-version-check numpy ml_dtypes nanobind scikit-build-core pytest || \
+    echo "install-deps: pip install numpy ml_dtypes nanobind scikit-build-core pytest failed (the Python package and the comparison benchmark need them)"
 fi

@@ -44,7 +44,7 @@ def test_sum_matches_cli_add():
     values = [1.0, 1.0078125, 0.000244140625, -0.3, 7.5]
     for mode in ("rne", "sr", "rz"):
         out = subprocess.run([cli(), "add", "--format", "bf16", "--accumulate", "f32", "--mode", mode, "--seed", "3",
-                              "--json", "--", *[repr(v) for v in values]], check=True, capture_output=True, text=True)
+                              "--json", "--", *[float(v).hex() for v in values]], check=True, capture_output=True, text=True)
         j = json.loads(out.stdout)
         r = tb.sum(np.array(values), "bf16", "f32", mode, seed=3)
         assert int(j["bits"], 16) == int(r["bits"]), mode
@@ -85,8 +85,8 @@ def test_mma_matches_cli_element():
     c = rng.standard_normal((16, 8))
     d = tb.mma("mma.m16n8k16.bf16", a, b, c)
     out = subprocess.run([cli(), "mma", "--instr", "mma.m16n8k16.bf16", "--json",
-                          "--a", ",".join(repr(v) for v in a[0]), "--b", ",".join(repr(v) for v in b[:, 0]),
-                          "--c", repr(c[0, 0])], check=True, capture_output=True, text=True)
+                          "--a=" + ",".join(float(x).hex() for x in a[0]), "--b=" + ",".join(float(x).hex() for x in b[:, 0]),
+                          "--c=" + float(c[0, 0]).hex()], check=True, capture_output=True, text=True)
     j = json.loads(out.stdout)
     assert int(j["bits"], 16) == int(d["bits"][0, 0])
     assert d["inputs_rounded"] > 0 and d["format"] == "f32"

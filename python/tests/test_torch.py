@@ -128,3 +128,18 @@ def test_scalar_logger(tmp_path):
     assert json.loads(audits[0])["schema"] == "tiebreak.audit/2"
     if log.writer is not None:
         assert any(n.startswith("events.out.tfevents") for n in os.listdir(tmp_path / "tensorboard"))
+
+
+def test_numpy_api_reads_torch_tensors():
+    x = torch.tensor([1.00390625, 0.1, -3.0])
+    r = tb.round(x, "bf16")
+    assert r.bits.tolist() == [0x3F80, 0x3DCD, 0xC040]
+    y = torch.tensor([1.0078125, -2.5], dtype=torch.bfloat16)  # bf16 tensors: exact as float32
+    assert tb.round(y, "f32").values.tolist() == [1.0078125, -2.5]
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(1, 2, 8, 16).bfloat16() for _ in range(3))
+    o = F.scaled_dot_product_attention(q.double(), k.double(), v.double()).bfloat16()
+    from_torch = tb.audit(q, k, v, o, threads=1)  # bf16 through DLPack, read in place
+    from_numpy = tb.audit(*(tbt.to_numpy(t) for t in (q, k, v, o)), threads=1)
+    assert from_torch["tensors"]["q"]["dtype"] == "bf16"
+    assert from_torch["heads"] == from_numpy["heads"]

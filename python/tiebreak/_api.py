@@ -48,6 +48,8 @@ def _float_array(x: Any) -> np.ndarray:
     integer up to 2^53 and every float16). Objects with ``__dlpack__`` (torch CPU tensors) are read
     through it without a copy when their layout allows."""
     if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
+        if str(getattr(x, "dtype", "")) == "torch.bfloat16":
+            x = x.float()  # numpy has no bf16; every bf16 value is a float32 value
         try:
             x = np.from_dlpack(x)
         except (TypeError, RuntimeError, BufferError):
