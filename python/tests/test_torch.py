@@ -58,13 +58,19 @@ def test_sdpa_hook_audits_forward_and_backward(tmp_path):
     assert abs(r["heads"][0]["o_mean_error_ulps"]) < 1e-3
 
 
+class Masked(torch.nn.Module):
+    def forward(self, q):
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(4, 4, dtype=torch.bool))
+
+
 def test_sdpa_hook_skips_masks_and_leaves_other_modules():
     torch.manual_seed(1)
     q = torch.randn(1, 1, 4, 8)
-    hook = tbt.SDPAAudit({}, every=1)
+    hook = tbt.SDPAAudit({"masked": Masked()}, every=1)
     with hook:
-        F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(4, 4, dtype=torch.bool))
-    assert hook.reports == [] and hook.skipped == 0  # not inside a chosen module: not even looked at
+        F.scaled_dot_product_attention(q, q, q)  # not inside a chosen module: not looked at
+        hook._modules[0][1](q)  # inside, but with a mask the reference does not model: counted
+    assert hook.reports == [] and hook.skipped == 1
 
 
 def test_spectral_norm_tracker():

@@ -8,13 +8,12 @@ issue 20). Importing this module needs torch; the rest of the package does not.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 import torch
