@@ -28,17 +28,29 @@ struct device_backend {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
   }
   /// R x C bf16 rows into the swizzled tile, 16-byte cp.async per chunk; rows >= valid zero-filled
-  /// (src-size 0: nothing is read).
+  /// (src-size 0: nothing is read). Thread tid copies chunk tid % (C/8) of rows tid / (C/8) + i·rpi:
+  /// rpi (rows per pass) is a multiple of 8, so the swizzle (row mod 8) is the thread's own for every
+  /// pass and each pass is the first one's addresses plus constants (no per-chunk index arithmetic).
   template <int R, int C>
   __device__ __forceinline__ void load_tile(std::uint16_t* dst, const std::uint16_t* src, int valid) {
-    constexpr int chunks = R * C / 8;
+    constexpr int cpr = C / 8, rpi = T / cpr;
+    static_assert(T % cpr == 0 && rpi % 8 == 0 && R % rpi == 0, "load_tile: tile and block do not divide");
+    const int tid = static_cast<int>(threadIdx.x), row0 = tid / cpr, ch = tid % cpr;
+    const auto d0 = static_cast<unsigned>(__cvta_generic_to_shared(dst + attn::swz<C>(row0, 8 * ch)));
+    const std::uint16_t* s0 = src + static_cast<std::size_t>(row0) * C + 8 * ch;
+    if (valid >= R) {  // a whole tile (every tile but the last): no row checks
 #pragma unroll
-    for (int i = static_cast<int>(threadIdx.x); i < chunks; i += T) {
-      const int row = i / (C / 8), ch = i % (C / 8);
-      const auto d = static_cast<unsigned>(__cvta_generic_to_shared(dst + attn::swz<C>(row, 8 * ch)));
-      const bool ok = row < valid;
-      const std::uint16_t* s = ok ? src + static_cast<std::size_t>(row) * C + 8 * ch : src;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(s), "r"(ok ? 16 : 0));
+      for (int i = 0; i < R / rpi; ++i)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d0 + unsigned(i * rpi * C * 2)),
+                     "l"(s0 + i * rpi * C));
+      return;
+    }
+#pragma unroll
+    for (int i = 0; i < R / rpi; ++i) {
+      const bool ok = row0 + i * rpi < valid;
+      const std::uint16_t* s = ok ? s0 + i * rpi * C : src;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d0 + unsigned(i * rpi * C * 2)), "l"(s),
+                   "r"(ok ? 16 : 0));
     }
   }
   // Fragment loads with ldmatrix: lane l supplies the address of row l % 8 of matrix l / 8; each
@@ -94,6 +106,11 @@ struct device_backend {
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
                  : "r"(addr));
   }
+  /// Two adjacent elements in one store (the caller's index is even: the address is 4- or 8-byte aligned).
+  __device__ __forceinline__ static void store2(std::uint16_t* p, std::uint16_t lo, std::uint16_t hi) {
+    *reinterpret_cast<std::uint32_t*>(p) = static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
+  }
+  __device__ __forceinline__ static void store2(float* p, float lo, float hi) { *reinterpret_cast<float2*>(p) = make_float2(lo, hi); }
   __device__ __forceinline__ static std::uint32_t pack_bf16x2_rne(float lo, float hi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // cvt.rn.bf16x2.f32: .x (low half) = lo
     return *reinterpret_cast<const std::uint32_t*>(&v);

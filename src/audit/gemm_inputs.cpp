@@ -260,16 +260,76 @@ gemm_dump load_gemm_dump(const std::filesystem::path& path, const gemm_load_opti
     out.c_fmt = narrowed(out.c, rc->fmt, out.container == "npy");
     info(*rc, nf, out.c_fmt);
   }
-  for (const char* sn : {"scale_a", "scale_b"}) {
+  if (o.scale_block < 1 || o.scale_block > 8192)
+    fail(src, "scale block " + std::to_string(o.scale_block) + " is out of range (1 to 8192)");
+  out.scale_block = o.scale_block;
+  const std::size_t nkb = (Ka + o.scale_block - 1) / o.scale_block, nnb = (N + o.scale_block - 1) / o.scale_block;
+  for (const bool is_a : {true, false}) {
+    const std::string sn = is_a ? "scale_a" : "scale_b";
     const raw* rs = store.find(sn);
     if (!rs) continue;
+    // Accepted shapes, logical orientation first (A [M, K], B [K, N]); an operand stored transposed
+    // (--a-layout/--b-layout col) may have its scale stored transposed too. The first match wins.
+    struct form {
+      std::vector<std::size_t> shape;
+      gemm_scale_kind kind;
+      bool transposed;  ///< stored [kblocks, outer] (A) / [outer-blocks, kblocks] (B)
+    };
+    const bool col = is_a ? o.a_col_major : o.b_col_major;
+    const std::size_t outer = is_a ? M : N;
+    std::vector<form> forms;
+    if (is_a) {
+      forms = {{{M}, gemm_scale_kind::outer, false}, {{M, 1}, gemm_scale_kind::outer, false},
+               {{M, nkb}, gemm_scale_kind::block, false}};
+      if (col) forms.insert(forms.end(), {{{1, M}, gemm_scale_kind::outer, true}, {{nkb, M}, gemm_scale_kind::block, true}});
+    } else {
+      forms = {{{N}, gemm_scale_kind::outer, false}, {{1, N}, gemm_scale_kind::outer, false},
+               {{nkb, nnb}, gemm_scale_kind::block, false}};
+      if (col) forms.insert(forms.end(), {{{N, 1}, gemm_scale_kind::outer, true}, {{nnb, nkb}, gemm_scale_kind::block, true}});
+    }
     std::size_t n = 1;
     for (std::size_t s : rs->shape) n *= s;
-    if (n != 1) fail(src, std::string("tensor '") + sn + "' has shape " + shape_text(rs->shape) + ", expected one element (per-tensor scale)");
-    const std::uint32_t v = load_item(rs->bytes.data(), rs->item);
-    const std::uint32_t f32 = static_cast<std::uint32_t>(convert(formats::f32, rs->fmt, v, rounding{round_mode::rne, 0}).bits);
-    (sn == std::string("scale_a") ? out.scale_a : out.scale_b) = f32;
-    info(*rs, std::isfinite(bits_to_f32(f32)) ? 0 : 1, rs->fmt);
+    gemm_scale sc;
+    std::vector<std::size_t> index;  // stored element of each table entry
+    if (n == 1) {
+      sc.kind = gemm_scale_kind::tensor;
+      index = {0};
+    } else {
+      const form* hit = nullptr;
+      for (const form& f : forms)
+        if (f.shape == rs->shape) {
+          hit = &f;
+          break;
+        }
+      if (!hit) {
+        std::string want;
+        for (const form& f : forms)
+          if (want.find(shape_text(f.shape)) == std::string::npos) want += (want.empty() ? "" : ", ") + shape_text(f.shape);
+        fail(src, "tensor '" + sn + "' has shape " + shape_text(rs->shape) + ", expected one element or one of " + want +
+                      " (scale block " + std::to_string(o.scale_block) + ")");
+      }
+      sc.kind = hit->kind == gemm_scale_kind::block && nkb == 1 ? gemm_scale_kind::outer : hit->kind;
+      sc.outer = outer;
+      sc.kblocks = hit->kind == gemm_scale_kind::block ? nkb : 1;
+      index.resize(sc.outer * sc.kblocks);
+      for (std::size_t q = 0; q < sc.outer; ++q)
+        for (std::size_t kb = 0; kb < sc.kblocks; ++kb) {
+          std::size_t at = 0;
+          if (hit->kind == gemm_scale_kind::outer) at = q;
+          else if (is_a) at = hit->transposed ? kb * M + q : q * nkb + kb;
+          else at = hit->transposed ? (q / o.scale_block) * nkb + kb : kb * nnb + q / o.scale_block;
+          index[q * sc.kblocks + kb] = at;
+        }
+    }
+    std::size_t nonfinite = 0;
+    sc.v.resize(index.size());
+    for (std::size_t q = 0; q < index.size(); ++q) {
+      const std::uint32_t v = load_item(rs->bytes.data() + index[q] * rs->item, rs->item);
+      sc.v[q] = static_cast<std::uint32_t>(convert(formats::f32, rs->fmt, v, rounding{round_mode::rne, 0}).bits);
+    }
+    for (std::size_t q = 0; q < n; ++q) nonfinite += !std::isfinite(to_double(rs->fmt, load_item(rs->bytes.data() + q * rs->item, rs->item)));
+    (is_a ? out.scale_a : out.scale_b) = std::move(sc);
+    info(*rs, nonfinite, rs->fmt);
   }
   return out;
 }

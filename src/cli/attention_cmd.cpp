@@ -37,6 +37,7 @@ constexpr const char* probe_schema = "tiebreak.attention_probe/1";
 struct attention_args {
   std::string mode;
   float beta = 2.0f;
+  float near_tolerance = attn::flash_options{}.near_tolerance;
   bool scale_fma = false;
   bool emulate = false;
   bool causal = false;
@@ -118,6 +119,8 @@ void run(const attention_args& a) {
     throw std::invalid_argument("give either --shape B,H,S,D or --inputs FILE (exactly one)");
   if (!(a.beta > 1.0f) || !(a.beta < std::numeric_limits<float>::infinity()))
     throw std::invalid_argument(attn::error_text(attn::flash_error::bad_beta));
+  if (!(a.near_tolerance >= 0.0f) || !(a.near_tolerance < std::numeric_limits<float>::infinity()))
+    throw std::invalid_argument(attn::error_text(attn::flash_error::bad_near_tolerance));
   if (!a.inputs.empty() && a.kv_heads) throw std::invalid_argument("--kv-heads: only with --shape (a file's k has its own heads)");
 
   // The backend first: without a GPU (and without --emulate) nothing else is worth reading.
@@ -161,6 +164,7 @@ void run(const attention_args& a) {
   opt.mode = mode;
   opt.scaling = a.scale_fma ? attn::score_scaling::fused : attn::score_scaling::unfused;
   opt.beta = a.beta;
+  opt.near_tolerance = a.near_tolerance;
   opt.seed = a.seed;
 
   try {
@@ -279,6 +283,9 @@ void register_attention(CLI::App& app) {
       "attention", "Instrumented flash attention (forward + backward) on the GPU or its host twin: tensors and probe counters");
   cmd->add_option("--mode", a->mode, "Output mode: bf16, fp32, debias, stochastic")->required();
   cmd->add_option("--beta", a->beta, "debias: offset beta * max for a repeated maximum > 0 (finite, > 1)")
+      ->capture_default_str()->check(finite);
+  cmd->add_option("--near-tolerance", a->near_tolerance,
+                  "Probe: a score within this distance of the row maximum (scaled units, scale * q.k) counts as a near repeat")
       ->capture_default_str()->check(finite);
   cmd->add_flag("--scale-fma", a->scale_fma, "Scale the score with one FMA (upstream flash-attention) instead of two roundings");
   cmd->add_flag("--emulate", a->emulate, "Run the bit-exact host twin instead of the GPU kernels");

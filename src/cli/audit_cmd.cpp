@@ -99,6 +99,10 @@ void run(const audit_args& a) {
   const audit::audit_report r = audit::run_audit(dump, o);
   nlohmann::json j = audit::to_json(r);
   j["timing_s"]["load"] = load_s;
+  // Provenance for `tiebreak report` (docs/report.md), as the attention probe JSON records it.
+  j["tool"] = {{"name", "tiebreak"}, {"version", TIEBREAK_VERSION}};
+  j["command_line"] = nlohmann::json::array();
+  for (const std::string& arg : command_line()) j["command_line"].push_back(audit::json_safe_text(arg));
   if (!a.output.empty()) {
     std::ofstream out(a.output, std::ios::trunc);
     if (!out) throw std::runtime_error(a.output + ": cannot open for writing");

@@ -19,6 +19,8 @@ void register_add(CLI::App& app);
 void register_demo(CLI::App& app);
 /// `tiebreak mma`: one output element of a tensor-core instruction, as the hardware computes it.
 void register_mma(CLI::App& app);
+/// `tiebreak report`: the HTML report of tiebreak's JSON, drawn by python/tiebreak/report (report_cmd.cpp).
+void register_report(CLI::App& app);
 #ifdef TIEBREAK_HAVE_ANALYSIS
 /// `tiebreak analyze` (analyze_cmd.cpp, built with tiebreak::analysis).
 void register_analyze(CLI::App& app);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -34,6 +35,9 @@ struct gemm_args {
   std::size_t block = 256;
   unsigned threads = 0;
   bool quiet = false;
+  std::size_t scale_block = 128;
+  std::size_t k_block = 128;
+  std::string scheme;
 };
 
 void run(const gemm_args& a) {
@@ -41,6 +45,7 @@ void run(const gemm_args& a) {
   audit::gemm_load_options lo;
   lo.a_col_major = a.a_layout == "col";
   lo.b_col_major = a.b_layout == "col";
+  lo.scale_block = a.scale_block;
   const auto t0 = clock::now();
   const audit::gemm_dump dump = audit::load_gemm_dump(a.input, lo);
   const double load_s = std::chrono::duration<double>(clock::now() - t0).count();
@@ -49,6 +54,14 @@ void run(const gemm_args& a) {
   o.alpha = a.alpha;
   o.min_effect_ulps = a.min_effect;
   o.block = a.block;
+  // A chosen scheme must be one of the candidates: checked before the expensive reference.
+  std::optional<audit::gemm_scheme> chosen;
+  if (!a.scheme.empty()) {
+    for (const audit::gemm_scheme& s : audit::gemm_candidates(dump))
+      if (s.name() == a.scheme) chosen = s;
+    if (!chosen)
+      throw std::runtime_error("--scheme '" + a.scheme + "' is not a candidate for this dump (the names are those of the --identify table)");
+  }
   audit::gemm_report r = audit::run_gemm_audit(dump, o);
   if (!a.quiet)
     std::cerr << fmt::format("tiebreak audit-gemm: exact reference {:.2f} s, statistics {:.2f} s\n", r.seconds_reference,
@@ -61,6 +74,23 @@ void run(const gemm_args& a) {
     const auto t1 = clock::now();
     r.identification = audit::identify_gemm(dump, io);
     r.seconds_identify = std::chrono::duration<double>(clock::now() - t1).count();
+  }
+  // Along K: the chosen scheme, else the first that reproduces D (its running sums are the kernel's).
+  if (!chosen && r.identification) {
+    if (r.identification->explained()) chosen = r.identification->candidates.front().scheme;
+    else r.along_k_note = "not reported: no candidate reproduces D (choose one with --scheme for modelled running sums)";
+  }
+  if (chosen) {
+    audit::gemm_along_k_options ko;
+    ko.k_block = a.k_block;
+    ko.tiles = a.tiles;
+    ko.seed = a.seed;
+    ko.alpha = a.alpha;
+    ko.min_effect_ulps = a.min_effect;
+    ko.threads = a.threads;
+    const auto t2 = clock::now();
+    r.along_k = audit::gemm_along_k_stats(dump, *chosen, ko);
+    r.seconds_along_k = std::chrono::duration<double>(clock::now() - t2).count();
   }
   nlohmann::json j = audit::to_json(r);
   j["timing_s"]["load"] = load_s;
@@ -93,6 +123,9 @@ void register_audit_gemm(CLI::App& app) {
   cmd->add_option("--alpha", a->alpha, "Significance level of the verdict")->capture_default_str()->check(finite)->check(CLI::Range(1e-300, 0.5));
   cmd->add_option("--min-effect", a->min_effect, "Smallest mean row error (ulps of the row scale) called a bias")->capture_default_str()->check(finite)->check(CLI::NonNegativeNumber);
   cmd->add_option("--block", a->block, "Side of the output blocks of the per-block table")->capture_default_str()->check(uint)->check(CLI::Range(std::size_t{1}, std::size_t{1} << 31));
+  cmd->add_option("--scale-block", a->scale_block, "K (and N) extent of one block of block scales (scale_a [M, K/B], scale_b [K/B, N/B])")->capture_default_str()->check(uint)->check(CLI::Range(std::size_t{1}, std::size_t{8192}));
+  cmd->add_option("--k-block", a->k_block, "Along K: report the running sum every this many K (rounded up to the scheme's step)")->capture_default_str()->check(uint)->check(CLI::Range(std::size_t{1}, std::size_t{1} << 16));
+  cmd->add_option("--scheme", a->scheme, "Along K for this candidate (its name as in the --identify table), labelled modelled unless it reproduces D");
   cmd->add_option("--threads", a->threads, "Worker threads (0: all cores)")->capture_default_str()->check(uint);
   cmd->add_flag("-q,--quiet", a->quiet, "No timing line on stderr");
   cmd->callback([a] { run_command([&] { run(*a); }); });

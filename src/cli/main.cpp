@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   tiebreak::cli::register_add(app);
   tiebreak::cli::register_demo(app);
   tiebreak::cli::register_mma(app);
+  tiebreak::cli::register_report(app);
 #ifdef TIEBREAK_HAVE_ANALYSIS
   tiebreak::cli::register_analyze(app);
   tiebreak::cli::register_audit(app);

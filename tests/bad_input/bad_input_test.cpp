@@ -20,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -498,6 +499,46 @@ std::vector<bad_case> audit_gemm_cases() {
            EXPECT_EQ(j["elements"]["excluded"], 9) << "row 0 (NaN in a) and d[3, 7] (Inf)";
            EXPECT_EQ(j["elements"]["above"].get<int>() + j["elements"]["below"].get<int>() + j["elements"]["exact"].get<int>(), 32 - 9);
          }),
+      err("ScaleAShape", a({"@/gemm_scale_a_shape.safetensors"}), {"tensor 'scale_a' has shape [3]", "expected one element or one of [4], [4, 1]"}),
+      err("ScaleBShape", a({"@/gemm_scale_b_shape.safetensors"}), {"tensor 'scale_b' has shape [2, 8]", "[1, 8]"}),
+      err("ScaleBlockMismatch", a({"@/gemm_blockscale.safetensors"}), {"tensor 'scale_a' has shape [4, 2]", "[4, 1]", "scale block 128"}),
+      err("ScaleBlockZero", a({"@/gemm_blockscale.safetensors", "--scale-block", "0"}), {"--scale-block"}),
+      err("UnknownScheme", a({"@/gemm_good.safetensors", "--scheme", "mma.m16n8k16.bf16, promote every 3"}),
+          {"--scheme", "is not a candidate"}),
+      ok("RowAndColumnScalesAlongK", a({"@/gemm_rowscale.safetensors", "--json", "-q", "--identify", "--k-block", "16"}),
+         [](const process_result& r) {
+           const json j = only_json(r);
+           EXPECT_EQ(j["scales"]["a"], "outer");
+           EXPECT_EQ(j["scales"]["b"], "outer");
+           EXPECT_EQ(j["elements"]["exact"], 32);
+           ASSERT_TRUE(j["identification"]["explained"].get<bool>());
+           const json& k = j["along_k"];
+           EXPECT_EQ(k["basis"], "measured");
+           ASSERT_EQ(k["blocks"].size(), 2u) << "marks at K = 16 and 32";
+           EXPECT_EQ(k["blocks"][1]["k_end"], 32);
+           for (const json& b : k["blocks"]) EXPECT_EQ(b["max_abs_ulps"], 0.0) << "sums of small integers are exact";
+         }),
+      ok("BlockScalesAreIdentified", a({"@/gemm_blockscale.safetensors", "--json", "-q", "--identify", "--scale-block", "32"}),
+         [](const process_result& r) {
+           const json j = only_json(r);
+           EXPECT_EQ(j["scales"]["a"], "block");
+           EXPECT_EQ(j["scales"]["block"], 32);
+           EXPECT_EQ(j["elements"]["exact"], 32);
+           ASSERT_TRUE(j["identification"]["explained"].get<bool>());
+           std::set<int> promotes;
+           for (const json& c : j["identification"]["candidates"]) promotes.insert(c["promote"].get<int>());
+           EXPECT_EQ(promotes, (std::set<int>{32})) << "wgmma.k32: k = 32 times 2^i dividing the scale block 32";
+           EXPECT_EQ(j["along_k"]["basis"], "measured");
+           EXPECT_EQ(j["along_k"]["k_block"], 128);
+         }),
+      ok("ChosenSchemeIsModelled", a({"@/gemm_nan.safetensors", "--json", "-q", "--scheme", "mma.m16n8k16.bf16, no promotion, split-K 2 (in order)"}),
+         [](const process_result& r) {
+           const json j = only_json(r);
+           EXPECT_EQ(j["along_k"]["basis"], "modelled") << "D holds an Inf the scheme does not make";
+           EXPECT_EQ(j["along_k"]["excluded"], 8) << "row 0 (NaN in a)";
+           ASSERT_EQ(j["along_k"]["blocks"].size(), 2u) << "the end of each part";
+           EXPECT_EQ(j["along_k"]["blocks"][1]["part_start"], 16);
+         }),
       ok("ExactDIsReproducedByEveryScheme", a({"@/gemm_good.safetensors", "--json", "-q", "--identify"}),
          [](const process_result& r) {
            const json j = only_json(r);
@@ -545,6 +586,11 @@ std::vector<bad_case> attention_cases() {
       err("BetaOne", a({"--mode", "debias", "--beta", "1", "--shape", "1,1,64,64"}), {"--beta", "greater than 1"}),
       err("BetaNan", a({"--mode", "debias", "--beta", "nan", "--shape", "1,1,64,64"}), {"--beta", "nan"}),
       err("BetaText", a({"--mode", "debias", "--beta", "two", "--shape", "1,1,64,64"}), {"--beta"}),
+      err("NearToleranceNegative", a({"--mode", "bf16", "--near-tolerance", "-0.5", "--shape", "1,1,64,64"}),
+          {"--near-tolerance", "not negative"}),
+      err("NearToleranceNan", a({"--mode", "bf16", "--near-tolerance", "nan", "--shape", "1,1,64,64"}), {"--near-tolerance"}),
+      err("NearToleranceHugeForScale", a({"--mode", "bf16", "--near-tolerance", "1e38", "--scale", "1e-5", "--shape", "1,1,64,64"}),
+          {"--near-tolerance", "scale"}),
       err("ScaleZero", a({"--mode", "bf16", "--scale", "0", "--shape", "1,1,64,64"}), {"--scale"}),
       err("ScaleInf", a({"--mode", "bf16", "--scale", "inf", "--shape", "1,1,64,64"}), {"--scale", "inf"}),
       err("ScaleUnderflows", a({"--mode", "bf16", "--scale", "1e-400", "--shape", "1,1,64,64"}), {"--scale", "'1e-400'"}),

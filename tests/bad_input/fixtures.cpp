@@ -402,6 +402,41 @@ void make_gemm_fixtures(const fs::path& D) {
     write(D / "gemm_huge.safetensors", safetensors_bytes(h, {}));
     fs::resize_file(D / "gemm_huge.safetensors", 8 + h.size() + off);  // sparse: no blocks written
   }
+  {
+    // Per-row and per-column scales (powers of two: D stays exact), and scales of no accepted shape.
+    const std::vector<double> sa = {2, 0.5, 1, 4}, sb = {1, 2, 4, 8, 0.25, 0.5, 1, 2};
+    std::vector<double> ds = d;
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) ds[i * N + j] *= sa[i] * sb[j];
+    T t = good;
+    t["scale_a"] = {io::st_dtype::f32, {M, 1}, bytes(bits_of(formats::f32, sa), 4)};
+    t["scale_b"] = {io::st_dtype::f32, {N}, bytes(bits_of(formats::f32, sb), 4)};
+    t["d"].bytes = bytes(bits_of(formats::f32, ds), 4);
+    io::write_safetensors(D / "gemm_rowscale.safetensors", t);
+    t["scale_a"] = {io::st_dtype::f32, {3}, bytes(bits_of(formats::f32, std::vector<double>(sa.begin(), sa.begin() + 3)), 4)};
+    io::write_safetensors(D / "gemm_scale_a_shape.safetensors", t);
+    t = good;
+    t["scale_b"] = {io::st_dtype::f32, {2, N}, bytes(bits_of(formats::f32, std::vector<double>(2 * N, 1.0)), 4)};
+    io::write_safetensors(D / "gemm_scale_b_shape.safetensors", t);
+  }
+  {
+    // Block scales along K (--scale-block 32): 4 x 64 x 8, scale_a [4, 2], scale_b [2, 1]; powers of
+    // two and small integers, so D = Σ_b sa sb S_b is exact.
+    constexpr std::size_t K2 = 64;
+    std::vector<double> a2(M * K2), b2(K2 * N), d2(M * N, 0.0);
+    for (std::size_t i = 0; i < a2.size(); ++i) a2[i] = static_cast<double>(static_cast<int>(i * 37 % 9) - 4);
+    for (std::size_t i = 0; i < b2.size(); ++i) b2[i] = static_cast<double>(static_cast<int>(i * 53 % 7) - 3);
+    const std::vector<double> sa = {2, 0.5, 1, 4, 0.25, 8, 1, 2}, sb = {4, 0.125};  // sa[i * 2 + kb], sb[kb]
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j)
+        for (std::size_t k = 0; k < K2; ++k) d2[i * N + j] += sa[i * 2 + k / 32] * sb[k / 32] * a2[i * K2 + k] * b2[k * N + j];
+    const T t = {{"a", {io::st_dtype::f8_e4m3, {M, K2}, bytes(bits_of(formats::e4m3, a2), 1)}},
+                 {"b", {io::st_dtype::f8_e4m3, {K2, N}, bytes(bits_of(formats::e4m3, b2), 1)}},
+                 {"d", {io::st_dtype::f32, {M, N}, bytes(bits_of(formats::f32, d2), 4)}},
+                 {"scale_a", {io::st_dtype::f32, {M, 2}, bytes(bits_of(formats::f32, sa), 4)}},
+                 {"scale_b", {io::st_dtype::f32, {2, 1}, bytes(bits_of(formats::f32, sb), 4)}}};
+    io::write_safetensors(D / "gemm_blockscale.safetensors", t);
+  }
   const std::vector<std::byte> g = read(D / "gemm_good.safetensors");
   write(D / "gemm_trunc.safetensors", std::vector<std::byte>(g.begin(), g.end() - 5));
   fs::create_directories(D / "gemm_npy_f8");

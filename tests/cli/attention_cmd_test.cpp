@@ -130,6 +130,28 @@ TEST(AttentionCmd, WritesTheTensorsAndTheProbeAndTheAuditReadsThemUnchanged) {
   EXPECT_EQ(audit_ties, rep);
 }
 
+// --near-tolerance: 0 makes "near" the exact repeats; a tolerance wider than every score's distance to
+// its row maximum makes every row (64 keys each) a near repeat. Both written to the JSON's options.
+TEST(AttentionCmd, NearToleranceSetsWhatCountsAsANearRepeat) {
+  const scratch s("near");
+  const std::string out = s / "n.safetensors";
+  for (const auto& [tol, text] : {std::pair<double, std::string>{0.0, "0"}, {1000.0, "1000"}}) {
+    SCOPED_TRACE(text);
+    const auto r = run_cli({"attention", "--mode", "bf16", "--emulate", "--shape", "1,1,64,64", "--seed", "5",
+                            "--near-tolerance", text, "-q", "-o", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json p = read_json(s / "n.probe.json");
+    EXPECT_EQ(p["options"]["near_tolerance"].get<double>(), tol);
+    const json& h = p["heads"][0];
+    if (tol == 0.0) {
+      EXPECT_EQ(h["repeated_max_near"], h["repeated_max_exact"]);
+      EXPECT_GT(h["repeated_max_exact"].get<std::uint64_t>(), 0u);  // the drawn inputs plant repeated maxima
+    } else {
+      EXPECT_EQ(h["repeated_max_near"], 64);
+    }
+  }
+}
+
 TEST(AttentionCmd, InputsRoundTripReproducesTheRunBitForBit) {
   const scratch s("inputs");
   const std::string first = s / "a.safetensors", second = s / "b.safetensors";

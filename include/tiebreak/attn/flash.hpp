@@ -21,6 +21,8 @@
 ///                         tile (rows >= valid_rows are zero); async on the device, then
 ///   be.commit(), be.wait<N>()                   cp.async.commit_group / wait_group N
 ///   be.smem()             the block's shared memory
+///   be.store2(p, lo, hi)  p[0] = lo, p[1] = hi for bf16 encodings or floats (p even-indexed: one
+///                         aligned 4- or 8-byte store on the device)
 ///   be.load_a/load_b_nmajor/load_b_kmajor<C>(frag, tile, ...)   a fragment from a swizzled tile, with
 ///                         the semantics of the portable functions of the same name below (the
 ///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test);
@@ -153,6 +155,7 @@ enum class flash_error : std::uint8_t {
   too_large,        ///< a sequence or a tensor too long for the kernels' 32-bit row indices
   bad_beta,         ///< debias with beta not finite or not > 1
   bad_scale,        ///< scale not finite or not > 0
+  bad_near_tolerance,  ///< near_tolerance negative, not finite, or not finite once divided by the scale
   missing_tensor,   ///< a pointer the call needs is null
 };
 TIEBREAK_HDC const char* error_text(flash_error e) noexcept {
@@ -163,6 +166,8 @@ TIEBREAK_HDC const char* error_text(flash_error e) noexcept {
     case flash_error::too_large: return "sequence too long for the attention kernels (at most 2^30 rows per head)";
     case flash_error::bad_beta: return "--beta must be finite and greater than 1";
     case flash_error::bad_scale: return "the scale must be finite and positive";
+    case flash_error::bad_near_tolerance:
+      return "--near-tolerance must be finite and not negative (and finite in raw-score units: tolerance / scale)";
     case flash_error::missing_tensor: return "a tensor the call needs is missing (null pointer)";
   }
   return "unknown attention error";
@@ -177,6 +182,8 @@ TIEBREAK_HDC flash_error flash_check(const flash_args& a, bool backward) noexcep
     return flash_error::too_large;
   if (!(a.prob.scale > 0) || !(a.prob.scale < 1e30)) return flash_error::bad_scale;
   if (a.opt.mode == out_mode::debias && (!(a.opt.beta > 1.0f) || !(a.opt.beta < f32::inf))) return flash_error::bad_beta;
+  if (!(a.opt.near_tolerance >= 0.0f) || !(static_cast<double>(a.opt.near_tolerance) / a.prob.scale < 0x1.fffffep127))
+    return flash_error::bad_near_tolerance;
   const flash_tensors& t = a.t;
   if (!t.q || !t.k || !t.v || !t.lse) return flash_error::missing_tensor;
   if (a.opt.mode == out_mode::fp32 ? !t.o_f32 : !t.o_bf16) return flash_error::missing_tensor;
@@ -339,6 +346,7 @@ struct fwd_regs {
   std::uint32_t cnt[2];   ///< scores equal to the running maximum (quad total)
   std::uint32_t near[2];  ///< scores within the tolerance of it (quad total)
   std::uint32_t tc[2], tn[2];
+  int dslot[2];           ///< probe: the row's place in flash_args::dump.rows, or -1
   Probe pr;
 };
 
@@ -393,6 +401,15 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       r.l[x] = 0.0f;
       r.cnt[x] = 0;
       r.near[x] = 0;
+      r.dslot[x] = -1;
+      if constexpr (Probe::enabled) {
+        const int row = q0 + 16 * w + g + 8 * x;
+        if (row < seq_q) {
+          const std::uint64_t qr = sh.q_row(b, h, row);
+          for (std::uint32_t i = 0; i < a.dump.count; ++i)
+            if (a.dump.rows[i] == qr) r.dslot[x] = static_cast<int>(i);
+        }
+      }
     }
   });
 
@@ -448,18 +465,20 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
       TIEBREAK_UNROLL
       for (int x = 0; x < 2; ++x) {
-        const int row = q0 + 16 * w + g + 8 * x;
-        const int vis = row < seq_q ? static_cast<int>(a.prob.visible_keys(row)) : seq_k;
+        if (need_mask) {  // the tiles at the end of the keys or across the causal diagonal only
+          const int row = q0 + 16 * w + g + 8 * x;
+          const int vis = (row < seq_q ? static_cast<int>(a.prob.visible_keys(row)) : seq_k) - k0 - 2 * t;
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e)
+              if (8 * nb + e >= vis) r.s[nb][2 * x + e] = -f32::inf;
+        }
         float mx = -f32::inf;
         TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb) {
+        for (int nb = 0; nb < NB; ++nb)
           TIEBREAK_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            float& sv = r.s[nb][2 * x + e];
-            if (need_mask && k0 + 8 * nb + 2 * t + e >= vis) sv = -f32::inf;
-            mx = f32::max(mx, sv);
-          }
-        }
+          for (int e = 0; e < 2; ++e) mx = f32::max(mx, r.s[nb][2 * x + e]);
         r.tmax[x] = mx;
       }
     });
@@ -477,13 +496,18 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         const float mn = f32::max(r.m[x], r.tmax[x]);
         const float lo = f32::sub_rn(mn, c.near_raw);
         std::uint32_t ce = 0, cn = 0;
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb) {
+        // Every score of the thread is <= the quad's tile maximum: when that lies below the
+        // threshold, no score can count, and the loop is skipped (most tiles, once the row's
+        // maximum has settled). Exact: the counts are 0 either way.
+        if (r.tmax[x] >= (Probe::enabled ? lo : mn)) {
           TIEBREAK_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            const float sv = r.s[nb][2 * x + e];
-            ce += sv == mn && mn != -f32::inf ? 1u : 0u;
-            cn += sv >= lo && mn != -f32::inf ? 1u : 0u;
+          for (int nb = 0; nb < NB; ++nb) {
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const float sv = r.s[nb][2 * x + e];
+              ce += sv == mn && mn != -f32::inf ? 1u : 0u;
+              if constexpr (Probe::enabled) cn += sv >= lo && mn != -f32::inf ? 1u : 0u;
+            }
           }
         }
         r.tc[x] = ce;
@@ -521,12 +545,22 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         r.off[x] = on;
         float l = f32::mul_rn(r.l[x], alpha);
         const int row = q0 + 16 * w + g + 8 * x;
-        int dump_slot = -1;  // this row's place in a.dump.rows
+        // Probe, on dumped rows only (a branch per row, found once before the tiles): the raw
+        // scores and the offset in force, before P-bar overwrites the scores.
+        auto dump = [&](float* dst, auto value) {
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const int key = k0 + 8 * nb + 2 * t + e;
+              if (key < seq_k)
+                dst[static_cast<std::size_t>(r.dslot[x]) * sh.seq_k + static_cast<std::size_t>(key)] = value(r.s[nb][2 * x + e]);
+            }
+        };
         if constexpr (Probe::enabled) {
-          if (row < seq_q) {
-            const std::uint64_t qr = sh.q_row(b, h, row);
-            for (std::uint32_t i = 0; i < a.dump.count; ++i)
-              if (a.dump.rows[i] == qr) dump_slot = static_cast<int>(i);
+          if (r.dslot[x] >= 0) {
+            if (a.dump.score) dump(a.dump.score, [](float sv) { return sv; });
+            if (a.dump.offset) dump(a.dump.offset, [on](float) { return on; });
           }
         }
         TIEBREAK_UNROLL
@@ -534,32 +568,33 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
             float& sv = r.s[nb][2 * x + e];
-            const float raw = sv;
             sv = f32::exp2_sw(score_x<Sc>(sv, on, c));
-            if constexpr (Probe::enabled) {
-              const int key = k0 + 8 * nb + 2 * t + e;
-              if (dump_slot >= 0 && key < seq_k) {
-                const std::size_t at = static_cast<std::size_t>(dump_slot) * sh.seq_k + static_cast<std::size_t>(key);
-                if (a.dump.score) a.dump.score[at] = raw;
-                if (a.dump.pbar) a.dump.pbar[at] = sv;
-                if (a.dump.offset) a.dump.offset[at] = on;
-              }
-            }
             l = f32::add_rn(l, sv);
-            if constexpr (Probe::enabled) {
-              if (sv == 1.0f && row < seq_q) {
-                r.pr.on_p_one(probe::p_one_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
-                                                  static_cast<std::uint32_t>(row)},
-                                                 static_cast<std::uint32_t>(k0 + 8 * nb + 2 * t + e)});
-              }
-            }
           }
         }
         r.l[x] = l;
-        TIEBREAK_UNROLL
-        for (int dn = 0; dn < DN; ++dn) {
-          r.o[dn][2 * x] = f32::mul_rn(r.o[dn][2 * x], alpha);
-          r.o[dn][2 * x + 1] = f32::mul_rn(r.o[dn][2 * x + 1], alpha);
+        if constexpr (Probe::enabled) {
+          if (r.dslot[x] >= 0 && a.dump.pbar) dump(a.dump.pbar, [](float p) { return p; });
+          // P-bar == 1 needs x >= -2^-20 (exp2_sw(x) < 1 - 6e-7 below); x is non-decreasing in the
+          // score under both scalings and the quad's tile maximum bounds the thread's scores, so
+          // rows whose maximum lies further below the offset are skipped (most rows, most tiles).
+          if (row < seq_q && score_x<Sc>(r.tmax[x], on, c) >= -0x1p-20f) {
+            TIEBREAK_UNROLL
+            for (int nb = 0; nb < NB; ++nb)
+              TIEBREAK_UNROLL
+              for (int e = 0; e < 2; ++e)
+                if (r.s[nb][2 * x + e] == 1.0f)
+                  r.pr.on_p_one(probe::p_one_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                                                    static_cast<std::uint32_t>(row)},
+                                                   static_cast<std::uint32_t>(k0 + 8 * nb + 2 * t + e)});
+          }
+        }
+        if (alpha != 1.0f) {  // o ⊗ 1 == o: skipped (a branch, not 32 multiplications, once the maximum settles)
+          TIEBREAK_UNROLL
+          for (int dn = 0; dn < DN; ++dn) {
+            r.o[dn][2 * x] = f32::mul_rn(r.o[dn][2 * x], alpha);
+            r.o[dn][2 * x + 1] = f32::mul_rn(r.o[dn][2 * x + 1], alpha);
+          }
         }
       }
       TIEBREAK_UNROLL
@@ -607,38 +642,42 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       const std::size_t orow = sh.o_offset(b, h, row);
       TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
+        const int col0 = 8 * dn + 2 * t;  // even: the pair (col0, col0 + 1) is stored as one word
+        float of[2];
+        std::uint16_t ob[2] = {0, 0};
+        philox_block rb{};  // stochastic: one block of four words covers columns (col0 & ~3) .. + 3
+        if constexpr (Mode == out_mode::stochastic)
+          rb = philox{a.opt.seed}(static_cast<std::uint32_t>(col0 >> 2), static_cast<std::uint32_t>(row),
+                                  static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
         TIEBREAK_UNROLL
         for (int e = 0; e < 2; ++e) {
-          const int col = 8 * dn + 2 * t + e;
-          const float of = f32::mul_rn(r.o[dn][2 * x + e], inv);
+          const int col = col0 + e;
+          of[e] = f32::mul_rn(r.o[dn][2 * x + e], inv);
           if constexpr (Mode == out_mode::fp32) {
-            a.t.o_f32[orow + col] = of;
             if constexpr (Probe::enabled) {
               r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
                                                               static_cast<std::uint32_t>(row)},
                                                              static_cast<std::uint32_t>(col), 0.0f});
             }
           } else {
-            std::uint16_t ob;
             if constexpr (Mode == out_mode::stochastic) {
-              const philox_block rb = philox{a.opt.seed}(static_cast<std::uint32_t>(col >> 2), static_cast<std::uint32_t>(row),
-                                                         static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
-              ob = f32_bits_to_bf16_sr(f32_to_bits(of), rb.w[col & 3]);
+              // word col & 3 = 2 (t & 1) + e, chosen with constant indices (a register, not a stack array)
+              ob[e] = f32_bits_to_bf16_sr(f32_to_bits(of[e]), (col & 2) != 0 ? rb.w[2 + e] : rb.w[e]);
             } else {
-              ob = f32_bits_to_bf16_rne(f32_to_bits(of));
+              ob[e] = f32_bits_to_bf16_rne(f32_to_bits(of[e]));
             }
-            a.t.o_bf16[orow + col] = ob;
-            if (a.t.o_f32) a.t.o_f32[orow + col] = of;
             if constexpr (Probe::enabled) {
-              const float rf = bits_to_f32(static_cast<std::uint32_t>(ob) << 16);
-              if (rf - rf == 0.0f && of - of == 0.0f) {  // both finite
+              const float rf = bits_to_f32(static_cast<std::uint32_t>(ob[e]) << 16);
+              if (rf - rf == 0.0f && of[e] - of[e] == 0.0f) {  // both finite
                 r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
                                                                 static_cast<std::uint32_t>(row)},
-                                                               static_cast<std::uint32_t>(col), bf16_error_ulps(ob, of)});
+                                                               static_cast<std::uint32_t>(col), bf16_error_ulps(ob[e], of[e])});
               }
             }
           }
         }
+        if constexpr (Mode != out_mode::fp32) be.store2(a.t.o_bf16 + orow + col0, ob[0], ob[1]);
+        if (Mode == out_mode::fp32 || a.t.o_f32) be.store2(a.t.o_f32 + orow + col0, of[0], of[1]);
       }
       if (t == 0) {
         // LSE = (offset + log2 l) · ln 2; −Inf for a row that sees no key (log of an empty sum).
@@ -692,12 +731,22 @@ inline constexpr int bwd_warps = 4;
 inline constexpr int bwd_threads = 32 * bwd_warps;
 inline constexpr int bwd_rows = 16 * bwd_warps;  ///< query rows per dQ block, keys per dK/dV block
 inline constexpr int bwd_tile = 64;              ///< the other side's tile
+static_assert(bwd_rows == 64 && bwd_tile == 64, "tile_all_visible assumes 64 x 64 tiles");
 
 /// Shared memory of the dK/dV and dQ kernels: four bf16 tiles of 64 x D and two rows of 64 floats.
 template <int D>
 inline constexpr std::size_t bwd_smem_bytes = std::size_t{4} * 64 * D * 2 + 2 * 64 * 4;
 /// Shared memory of the delta kernel (probed): one head_counters per thread.
 inline constexpr std::size_t delta_smem_bytes = sizeof(probe::head_counters) * bwd_threads;
+
+/// Whether every (row, key) of the 64 x 64 tile rows [q0, q0 + 64) x keys [k0, k0 + 64) is visible
+/// (inside both sequences and, causal, on or below the diagonal: visible_keys grows with the row), so
+/// that the per-element visibility test can be skipped.
+TIEBREAK_FORCEINLINE TIEBREAK_HD bool tile_all_visible(const problem& p, int q0, int k0) noexcept {
+  const shape& sh = p.shape;
+  if (static_cast<std::size_t>(q0) + 64 > sh.seq_q || static_cast<std::size_t>(k0) + 64 > sh.seq_k) return false;
+  return !p.causal() || p.visible_keys(static_cast<std::size_t>(q0)) >= static_cast<std::size_t>(k0) + 64;
+}
 
 /// lse2 of a row: LSE ⊗ log2 e; +Inf for a row that sees no key (LSE = −Inf), so that every P is 0.
 TIEBREAK_FORCEINLINE TIEBREAK_HD float lse_log2(float lse) noexcept {
@@ -768,8 +817,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void load_rows(Be& be, std::uint16_t* tile, con
 template <int D>
 struct dkdv_regs {
   static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
-  std::uint32_t fa[4];
-  std::uint32_t fb[2];
+  std::uint32_t fa[4], fa2[4];
+  std::uint32_t fb[2], fb2[2];
   float st[NB][4];   ///< Sᵀ, then Pᵀ
   float dpt[NB][4];  ///< dPᵀ, then dSᵀ
   std::uint32_t pa[PK][4];
@@ -810,6 +859,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     const int h = static_cast<int>(sh.q_head(static_cast<std::size_t>(kvh), static_cast<std::size_t>(gh)));
     for (int qt = qt0; qt < n_qt; ++qt) {
       const int q0 = qt * bwd_tile;
+      const bool all_vis = tile_all_visible(a.prob, q0, k0);
       be.sync();  // the previous tile is consumed
       load_rows<Be, D>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
       load_rows<Be, D>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
@@ -833,25 +883,38 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       });
       TIEBREAK_UNROLL
       for (int kc = 0; kc < KC; ++kc) {
+        // The A fragments of the chunk once (both products), then the B fragments two key/query
+        // blocks at a time (ldmatrix.x4): per accumulator the same chain of mma over kc, in order.
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_a<D>(r.fa, ks, 16 * (tid >> 5), 16 * kc, tid & 31);
+          be.template load_a<D>(r.fa2, vs, 16 * (tid >> 5), 16 * kc, tid & 31);
+        });
         TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb) {
+        for (int nb = 0; nb < NB; nb += 2) {
           be.for_threads([&](int tid) {
             R& r = regs[be.slot(tid)];
-            be.template load_a<D>(r.fa, ks, 16 * (tid >> 5), 16 * kc, tid & 31);
-            be.template load_b_nmajor<D>(r.fb, qs, 8 * nb, 16 * kc, tid & 31);
+            be.template load_b2_nmajor<D>(r.fb, r.fb2, qs, 8 * nb, 16 * kc, tid & 31);
           });
           be.mma([&](int tid) {
             R& r = regs[be.slot(tid)];
             return mma_frags{r.fa, r.fb, r.st[nb]};
           });
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.fa, r.fb2, r.st[nb + 1]};
+          });
           be.for_threads([&](int tid) {
             R& r = regs[be.slot(tid)];
-            be.template load_a<D>(r.fa, vs, 16 * (tid >> 5), 16 * kc, tid & 31);
-            be.template load_b_nmajor<D>(r.fb, dos, 8 * nb, 16 * kc, tid & 31);
+            be.template load_b2_nmajor<D>(r.fb, r.fb2, dos, 8 * nb, 16 * kc, tid & 31);
           });
           be.mma([&](int tid) {
             R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa, r.fb, r.dpt[nb]};
+            return mma_frags{r.fa2, r.fb, r.dpt[nb]};
+          });
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.fa2, r.fb2, r.dpt[nb + 1]};
           });
         }
       }
@@ -864,7 +927,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
           TIEBREAK_UNROLL
           for (int i = 0; i < 4; ++i) {
             const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
-            const bool vis = key < seq_k && row < seq_q && a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key));
+            const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                         a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
             const float p = recompute_p<Sc>(r.st[nb][i], lse2s[qc], vis, c);
             r.st[nb][i] = p;
             r.dpt[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dpt[nb][i], deltas[qc]));
@@ -935,8 +999,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
 template <int D>
 struct dq_regs {
   static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
-  std::uint32_t fa[4];
-  std::uint32_t fb[2];
+  std::uint32_t fa[4], fa2[4];
+  std::uint32_t fb[2], fb2[2];
   float s[NB][4];   ///< S, then P
   float dp[NB][4];  ///< dP, then dS
   std::uint32_t pa[PK][4];
@@ -980,6 +1044,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
   });
   for (int kt = 0; kt < tiles; ++kt) {
     const int k0 = kt * bwd_tile;
+    const bool all_vis = tile_all_visible(a.prob, q0, k0);
     be.sync();
     load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
     load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
@@ -995,25 +1060,38 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     });
     TIEBREAK_UNROLL
     for (int kc = 0; kc < KC; ++kc) {
+      // The A fragments of the chunk once (both products), then the B fragments two key/query
+      // blocks at a time (ldmatrix.x4): per accumulator the same chain of mma over kc, in order.
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        be.template load_a<D>(r.fa, qs, 16 * (tid >> 5), 16 * kc, tid & 31);
+        be.template load_a<D>(r.fa2, dos, 16 * (tid >> 5), 16 * kc, tid & 31);
+      });
       TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; ++nb) {
+      for (int nb = 0; nb < NB; nb += 2) {
         be.for_threads([&](int tid) {
           R& r = regs[be.slot(tid)];
-          be.template load_a<D>(r.fa, qs, 16 * (tid >> 5), 16 * kc, tid & 31);
-          be.template load_b_nmajor<D>(r.fb, ks, 8 * nb, 16 * kc, tid & 31);
+          be.template load_b2_nmajor<D>(r.fb, r.fb2, ks, 8 * nb, 16 * kc, tid & 31);
         });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
           return mma_frags{r.fa, r.fb, r.s[nb]};
         });
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.fa, r.fb2, r.s[nb + 1]};
+        });
         be.for_threads([&](int tid) {
           R& r = regs[be.slot(tid)];
-          be.template load_a<D>(r.fa, dos, 16 * (tid >> 5), 16 * kc, tid & 31);
-          be.template load_b_nmajor<D>(r.fb, vs, 8 * nb, 16 * kc, tid & 31);
+          be.template load_b2_nmajor<D>(r.fb, r.fb2, vs, 8 * nb, 16 * kc, tid & 31);
         });
         be.mma([&](int tid) {
           R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa, r.fb, r.dp[nb]};
+          return mma_frags{r.fa2, r.fb, r.dp[nb]};
+        });
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.fa2, r.fb2, r.dp[nb + 1]};
         });
       }
     }
@@ -1025,7 +1103,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
         TIEBREAK_UNROLL
         for (int i = 0; i < 4; ++i) {
           const int x = i >> 1, row = q0 + 16 * w + g + 8 * x, key = k0 + 8 * nb + 2 * t + (i & 1);
-          const bool vis = key < seq_k && row < seq_q && a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key));
+          const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                       a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
           const float p = recompute_p<Sc>(r.s[nb][i], r.lse2[x], vis, c);
           r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
         }

@@ -102,14 +102,23 @@ inline constexpr float exp2_c6 = 0x1.41fbbcp-13f;
 /// 2^x in binary32, the same bits on host and device. Special cases: NaN -> NaN (quiet, x's bits
 /// with the quiet bit set), x < -126 -> +0 (results below the normal range are flushed, as
 /// ex2.approx.ftz does; -Inf gives +0), x >= 128 -> +Inf. Otherwise n = rint(x), f = x - n (exact,
-/// |f| <= 1/2), p = Horner(f) with fma_rn, result = p * 2^n by adding n to p's exponent field (exact:
-/// p lies in [0.70, 1.42], so the result is normal for -126 <= n <= 127).
+/// |f| <= 1/2), p = Horner(f) with fma_rn, result = p * 2^n by adding n to p's exponent field.
+///
+/// Branch-free (it runs once per attention score): x is first clamped to -127 (below -126, and NaN)
+/// or 128 (at and above 128); n = (xc + 1.5·2^23) - 1.5·2^23 is rint(xc) (the sum lands in [2^23,
+/// 2^24), where binary32's spacing is 1, and rounds to nearest-even), and t = xc + 1.5·2^23 holds n in
+/// its low fraction bits, so that bits(t) << 23 == n << 23 (mod 2^32). The exponent field of
+/// p · 2^n is then bits(p) + (n << 23): exact for n in [-126, 127] (p in [0.70, 1.42], the result is
+/// normal; p < 1 when n = 128, so 127.5 <= x < 128 stays finite), +Inf for the clamp 128 (p = 1:
+/// 0x3f800000 + 0x40000000) and +0 for the clamp -127 (p = 1: 0x3f800000 - 0x3f800000). The earlier
+/// branching form (explicit range tests and exponent checks) gives the same bits on every one of
+/// the 2^32 inputs (checked when this form replaced it).
 TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_sw(float x) noexcept {
-  if (is_nan(x)) return bits_to_f32(f32_to_bits(x) | 0x00400000u);
-  if (!(x >= -126.0f)) return 0.0f;
-  if (x >= 128.0f) return inf;
-  const float n = rint(x);
-  const float f = sub_rn(x, n);  // exact (Sterbenz / |x - n| <= 1/2 with x, n in one binade or less)
+  constexpr float magic = 0x1.8p23f;
+  const float xc = x >= -126.0f ? (x < 128.0f ? x : 128.0f) : -127.0f;  // NaN -> -127 (restored below)
+  const float t = add_rn(xc, magic);
+  const float n = sub_rn(t, magic);  // rint(xc), exact
+  const float f = sub_rn(xc, n);     // exact, |f| <= 1/2
   float p = exp2_c6;
   p = fma_rn(p, f, exp2_c5);
   p = fma_rn(p, f, exp2_c4);
@@ -117,14 +126,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_sw(float x) noexcept {
   p = fma_rn(p, f, exp2_c2);
   p = fma_rn(p, f, exp2_c1);
   p = fma_rn(p, f, 1.0f);
-  const auto ni = static_cast<std::int32_t>(n);  // exact: n is an integer in [-126, 128]
-  // p * 2^n: n = 128 with p < 1 stays finite; the exponent field cannot wrap (p's exponent is -1
-  // or 0, the result's exponent is in [-127, 128] before the check below).
-  const std::uint32_t pb = f32_to_bits(p);
-  const std::int32_t e = static_cast<std::int32_t>((pb >> 23) & 0xffu) + ni;
-  if (e >= 255) return inf;
-  if (e <= 0) return 0.0f;  // below the normal range: flushed (only for x in [-126, -125.5))
-  return bits_to_f32((pb & 0x807fffffu) | (static_cast<std::uint32_t>(e) << 23));
+  const std::uint32_t r = f32_to_bits(p) + (f32_to_bits(t) << 23);
+  return is_nan(x) ? bits_to_f32(f32_to_bits(x) | 0x00400000u) : bits_to_f32(r);
 }
 
 /// Coefficients of log2(m) = u * (k0 + u^2 (k1 + u^2 (k2 + u^2 (k3 + u^2 k4)))), u = (m-1)/(m+1),

@@ -78,6 +78,15 @@ struct twin_backend {
     attn::load_b_kmajor<C>(b0, tile, k0, n0, lane);
     attn::load_b_kmajor<C>(b1, tile, k0, n0 + 8, lane);
   }
+  /// Two adjacent elements (the lower index first); the device stores them as one 4- or 8-byte word.
+  static void store2(std::uint16_t* p, std::uint16_t lo, std::uint16_t hi) noexcept {
+    p[0] = lo;
+    p[1] = hi;
+  }
+  static void store2(float* p, float lo, float hi) noexcept {
+    p[0] = lo;
+    p[1] = hi;
+  }
   static std::uint32_t pack_bf16x2_rne(float lo, float hi) noexcept {
     return attn::pack2(f32_bits_to_bf16_rne(f32_to_bits(lo)), f32_bits_to_bf16_rne(f32_to_bits(hi)));
   }
