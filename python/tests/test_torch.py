@@ -51,7 +51,7 @@ def test_sdpa_hook_audits_forward_and_backward(tmp_path):
     assert set(arrays) == {"q", "k", "v", "o", "do", "dq", "dk", "dv"}
     again = tb.audit(**arrays, causal=True, threads=1)
     for d in (again, r):
-        for key in ("timing_s", "step", "module"):
+        for key in ("timing_s", "step", "module", "command_line"):
             d.pop(key, None)
     assert again == r
     # f64 SDPA against the f64 reference: errors far below an ulp of bf16.

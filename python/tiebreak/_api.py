@@ -9,6 +9,7 @@ extension reads in place and names what it returns. Errors raise ``ValueError`` 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
@@ -157,11 +158,18 @@ def audit(q: Any, k: Any, v: Any, o: Any, do: Any = None, dq: Any = None, dk: An
     Tensors as ``tiebreak audit`` reads them from a folder of .npy files (layout ``bhsd``: q
     [B, H, Sq, D], k and v [B, Hkv, Sk, D], o [B, H, Sq, Dv]; ``bshd`` likewise), as numpy arrays or
     CPU tensors with ``__dlpack__`` (bf16, f16, f32, f64), read in place. Returns the dict the CLI
-    writes with ``-o`` (schema tiebreak.audit/2, docs/audit.md); ``source`` is "arrays". The GIL is
+    writes with ``-o`` (schema tiebreak.audit/2, docs/audit.md); ``source`` is "arrays", ``command_line``
+    this process's ``sys.argv``. The GIL is
     released. Raises RuntimeError with the CLI's message for bad shapes or dtypes.
     """
     given = dict(zip(_AUDIT_NAMES, (q, k, v, o, do, dq, dk, dv, lse)))
     tensors: Mapping[str, Any] = {n: _audit_array(n, x) for n, x in given.items() if x is not None}
     text = _core.audit(dict(tensors), layout, causal, scale, out_format, alpha, min_effect, tie_tolerance, threads,
                        certify, device)
-    return json.loads(text)
+    report = json.loads(text)
+    # Provenance, as `tiebreak audit` records it: the tool and the command line of this process.
+    from . import __version__
+
+    report["tool"] = {"name": "tiebreak", "version": __version__}
+    report["command_line"] = list(sys.argv)
+    return report
