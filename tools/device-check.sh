@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The one script the lent GPU machine runs, from the repository root:
 #   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit attn-bench
-#                                         attn-bench-quick attn-cli gemm (default: the first five;
+#                                         attn-bench-quick attn-cli gemm python (default: the first five;
 #                                         the others run only when named)
 # Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
 # every table instruction, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
@@ -435,6 +435,28 @@ if want attn-cli; then
     rm -rf "$W"
   else
     say "attn-cli: tiebreak_cli or cli_commands_test did not build (host dependencies missing?); see $LOG"; status=1
+  fi
+fi
+
+# --- python: the Python package's pytest suite with torch (issue 20, docs/python.md) ---------------
+# The torch tests (tiebreak.torch: SDPA audit hook, spectral-norm tracker, two gloo processes,
+# TensorBoard and JSON Lines) skip in CI, where torch is not installed; here they run.
+if want python; then
+  P_LOG="$OUTDIR/python.log"; : >"$P_LOG"
+  py=$(command -v "${TIEBREAK_PYTHON:-python3}")
+  if [ ! -f "$BUILD/full/CMakeCache.txt" ]; then
+    full_cfg OFF || say "python: configure failed; see $LOG"
+  fi
+  b=$(( $(left) - 60 ))
+  if [ -f "$BUILD/full/CMakeCache.txt" ] && [ "$b" -gt 30 ] &&
+     cmake -S "$ROOT" -B "$BUILD/full" -DTIEBREAK_PYTHON=ON -DPython_EXECUTABLE="$py" >>"$LOG" 2>&1 &&
+     timeout "$b" cmake --build "$BUILD/full" -j "$JOBS" --target tiebreak_cli tiebreak_python_core tiebreak_python_stub >>"$LOG" 2>&1; then
+    (cd "$BUILD/full" && timeout $(( $(left) > 40 ? $(left) - 10 : 30 )) ctest -R '^python_pytest$' -V) >"$P_LOG" 2>&1; rc=$?
+    [ "$rc" -ne 0 ] && status=1
+    say "python: ctest python_pytest exit $rc: $(grep -E '(passed|failed|skipped)' "$P_LOG" | tail -1)"
+    grep -E '^(SKIPPED|FAILED)' "$P_LOG" | head -20 | tee -a "$LOG"
+  else
+    say "python: the extension did not build (nanobind missing, or no time left); see $LOG"; status=1
   fi
 fi
 

@@ -19,7 +19,7 @@ debs=(
   libbenchmark-dev        # Google Benchmark
   libcli11-dev            # CLI11
   nlohmann-json3-dev      # nlohmann/json
-  python3 python3-pip python3-venv
+  python3 python3-pip python3-venv python3-dev   # python3-dev: headers for the extension (python/)
   chromium                # headless, for the report test (tests/report: every figure renders, screenshot)
 )
 if [ "${1:-}" = sanitize ]; then
@@ -39,13 +39,21 @@ else
   echo "install-deps: all Debian packages present"
 fi
 
-# Python side: what the benchmarks compare against (numpy + ml_dtypes; optional), and what
+# Python side: what the benchmarks compare against (numpy + ml_dtypes; optional); nanobind,
+# scikit-build-core and pytest for the Python package (python/: CMake builds its extension when
+# nanobind is importable, ctest python_pytest runs pytest; without them both are left out); and what
 # `tiebreak report` and the notebooks need (matplotlib; nbclient, nbformat and ipykernel run the
 # notebooks in their ctest). The report tests skip without them, so a failure here stops the script:
 # CI must run them. About 40 s on a fresh machine (docs/report.md).
 if [ "${TIEBREAK_SKIP_PIP:-0}" != 1 ]; then
   python3 -m pip install -q --disable-pip-version-check numpy ml_dtypes || \
     echo "install-deps: pip install numpy ml_dtypes failed (only the comparison benchmark needs them)"
+  py_pips=(nanobind scikit-build-core pytest)
+  if ! python3 -c "import nanobind, scikit_build_core, pytest" 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check "${py_pips[@]}" 2>/dev/null || \
+      python3 -m pip install -q --disable-pip-version-check --break-system-packages "${py_pips[@]}" || \
+      echo "install-deps: pip install ${py_pips[*]} failed (the Python package and its test are left out)"
+  fi
   report_pips=(matplotlib nbclient nbformat ipykernel)
   if ! python3 -c "import matplotlib, nbclient, nbformat, ipykernel" 2>/dev/null; then
     # Debian's own python3 refuses pip outside a venv (PEP 668) unless told otherwise.

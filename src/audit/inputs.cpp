@@ -99,6 +99,31 @@ class tensor_store {
     }
   }
 
+  /// In-memory tensors (the Python package's arrays): views into the caller's buffers.
+  tensor_store(const std::map<std::string, tensor_buffer>& buffers, std::string source)
+      : source_(std::move(source)), container_("memory") {
+    for (const auto& [name, b] : buffers) {
+      if (!is_known(name))
+        fail(source_, "unknown tensor '" + name + "' (expected q, k, v, o, do, dq, dk, dv, lse)");
+      raw_tensor r;
+      r.name = name;
+      if (b.dtype == "bf16") r.type = elem::bf16;
+      else if (b.dtype == "f16") r.type = elem::f16;
+      else if (b.dtype == "f32") r.type = elem::f32;
+      else if (b.dtype == "f64") r.type = elem::f64;
+      else fail(source_, "tensor '" + name + "': dtype " + b.dtype + " is not supported (expected bf16, f16, f32 or f64)");
+      r.shape = b.shape;
+      std::size_t count = 1;
+      for (std::size_t d : b.shape) count *= d;
+      if (b.bytes.size() != count * elem_size(r.type))
+        fail(source_, "tensor '" + name + "' of shape " + shape_text(b.shape) + " needs " +
+                          std::to_string(count * elem_size(r.type)) + " data bytes, the buffer has " +
+                          std::to_string(b.bytes.size()));
+      r.bytes = b.bytes;
+      tensors_.emplace(name, std::move(r));
+    }
+  }
+
   [[nodiscard]] const raw_tensor* find(const std::string& name) const {
     const auto it = tensors_.find(name);
     return it == tensors_.end() ? nullptr : &it->second;
@@ -251,8 +276,21 @@ format_desc value_format_of(const raw_tensor& t, const std::vector<double>& valu
 
 }  // namespace
 
+namespace {
+kernel_dump load_from_store(const tensor_store& store, const load_options& opt);
+}  // namespace
+
 kernel_dump load_kernel_dump(const std::filesystem::path& path, const load_options& opt) {
-  const tensor_store store(path);
+  return load_from_store(tensor_store(path), opt);
+}
+
+kernel_dump load_kernel_dump(const std::map<std::string, tensor_buffer>& tensors, const std::string& source,
+                             const load_options& opt) {
+  return load_from_store(tensor_store(tensors, source), opt);
+}
+
+namespace {
+kernel_dump load_from_store(const tensor_store& store, const load_options& opt) {
   const std::string& src = store.source();
   const layout L = opt.tensor_layout;
   kernel_dump out;
@@ -363,5 +401,6 @@ kernel_dump load_kernel_dump(const std::filesystem::path& path, const load_optio
   }
   return out;
 }
+}  // namespace
 
 }  // namespace tiebreak::audit

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -77,5 +78,18 @@ struct load_options {
 
 /// Reads `path`: a safetensors file, or a directory holding q.npy, k.npy, ... Throws input_error.
 [[nodiscard]] kernel_dump load_kernel_dump(const std::filesystem::path& path, const load_options& options = {});
+
+/// One tensor held in memory (the Python package's arrays): little-endian elements of `dtype`
+/// ("bf16", "f16", "f32", "f64"), C order, `shape`; `bytes` is a view the caller keeps alive.
+struct tensor_buffer {
+  std::string dtype;
+  std::vector<std::size_t> shape;
+  std::span<const std::byte> bytes;
+};
+
+/// The same checks and decoding on tensors in memory, keyed by name (q, k, v, o, do, dq, dk, dv,
+/// lse); `source` names them in messages. container is "memory". Throws input_error.
+[[nodiscard]] kernel_dump load_kernel_dump(const std::map<std::string, tensor_buffer>& tensors,
+                                           const std::string& source, const load_options& options = {});
 
 }  // namespace tiebreak::audit
