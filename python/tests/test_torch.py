@@ -54,8 +54,10 @@ def test_sdpa_hook_audits_forward_and_backward(tmp_path):
         for key in ("timing_s", "step", "module", "command_line"):
             d.pop(key, None)
     assert again == r
-    # f64 SDPA against the f64 reference: errors far below an ulp of bf16.
-    assert abs(r["heads"][0]["o_mean_error_ulps"]) < 1e-3
+    # f64 SDPA against the f64 reference: two f64 computations of the same attention in different
+    # orders, so the mean signed difference is a small fraction of an ulp of O's format (0.015 on the
+    # H200 machine's CPU, 2026-12-03), nowhere near the size of a low-precision kernel's bias.
+    assert abs(r["heads"][0]["o_mean_error_ulps"]) < 0.25
 
 
 class Masked(torch.nn.Module):
