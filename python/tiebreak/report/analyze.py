@@ -29,9 +29,14 @@ def bias_verdicts(inp):
     return out
 
 
-def bias_provenance(inp):
-    return {"shape": "; ".join(f"{d['file']}: {_shape(d)}" for d in inp.docs), "data": "analyze bias",
+def _per_file_provenance(inp, data: str) -> dict:
+    """Provenance of a per-file analyze command (one JSON document per input file)."""
+    return {"shape": "; ".join(f"{d['file']}: {_shape(d)}" for d in inp.docs), "data": data,
             "command_line": None, "version": None}
+
+
+def bias_provenance(inp):
+    return _per_file_provenance(inp, "analyze bias")
 
 
 def bias_section(inputs) -> str:
@@ -72,8 +77,7 @@ def spectral_verdicts(inp):
 
 
 def spectral_provenance(inp):
-    return {"shape": "; ".join(f"{d['file']}: {_shape(d)}" for d in inp.docs), "data": "analyze spectral",
-            "command_line": None, "version": None}
+    return _per_file_provenance(inp, "analyze spectral")
 
 
 def spectral_section(inputs) -> str:
