@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The one script the lent GPU machine runs, from the repository root:
-#   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit attn-bench
+#   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit attn-bench experiment
 #                                         attn-bench-quick attn-cli gemm python (default: the first five;
 #                                         the others run only when named)
 # Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
@@ -457,6 +457,41 @@ if want python; then
     grep -E '^(SKIPPED|FAILED)' "$P_LOG" | head -20 | tee -a "$LOG"
   else
     say "python: the extension did not build (nanobind missing, or no time left); see $LOG"; status=1
+  fi
+fi
+
+# --- experiment: the causal experiment on the kernels (issue 19, docs/experiment.md) ---------------
+# experiment_test (its GPU case: the kernels and the twin give the same run bit for bit), then the
+# full grid on the GPU, timed, JSON and HTML into $OUTDIR/experiment/. TIEBREAK_EXPERIMENT_ARGS adds
+# arguments (e.g. "--steps 100" for a quick look); TIEBREAK_EXPERIMENT_BISECT=1 also runs the bisect.
+if want experiment; then
+  E_OUT="$OUTDIR/experiment"; mkdir -p "$E_OUT"; E_LOG="$E_OUT/experiment.log"; : >"$E_LOG"
+  if [ ! -f "$BUILD/full/CMakeCache.txt" ]; then
+    full_cfg OFF || say "experiment: configure failed; see $LOG"
+  fi
+  b=$(( $(left) - 60 ))
+  if [ -f "$BUILD/full/CMakeCache.txt" ] && [ "$b" -gt 30 ] &&
+     timeout "$b" cmake --build "$BUILD/full" -j "$JOBS" --target tiebreak_cli experiment_test >>"$LOG" 2>&1; then
+    tb=$(find "$BUILD/full" -type f -name experiment_test -perm -u+x | head -1)
+    timeout 300 "$tb" >>"$E_LOG" 2>&1; rc=$?
+    [ "$rc" -ne 0 ] && status=1
+    say "experiment: experiment_test exit $rc: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$E_LOG" | tr '\n' ' ')"
+    b=$(( $(left) - 20 ))
+    t0=$(date +%s)
+    timeout "$b" "$BUILD/full/tiebreak" experiment causal --preset full --device gpu ${TIEBREAK_EXPERIMENT_ARGS:-} \
+      -o "$E_OUT/full.json" --html "$E_OUT/full.html" >"$E_OUT/full.txt" 2>"$E_OUT/full.err"; rc=$?
+    [ "$rc" -ne 0 ] && status=1
+    say "experiment: full grid on the GPU exit $rc in $(( $(date +%s) - t0 ))s"
+    tee -a "$LOG" <"$E_OUT/full.txt" >/dev/null; tail -3 "$E_OUT/full.err" | tee -a "$LOG"
+    if [ "${TIEBREAK_EXPERIMENT_BISECT:-0}" = 1 ]; then
+      t0=$(date +%s)
+      timeout $(( $(left) - 10 )) "$BUILD/full/tiebreak" experiment bisect --preset full --device gpu ${TIEBREAK_EXPERIMENT_ARGS:-} \
+        -o "$E_OUT/bisect.json" >"$E_OUT/bisect.txt" 2>"$E_OUT/bisect.err"; rc=$?
+      say "experiment: bisect exit $rc in $(( $(date +%s) - t0 ))s: $(tail -1 "$E_OUT/bisect.txt")"
+    fi
+    rm -rf "$E_OUT"/*.ckpt
+  else
+    say "experiment: tiebreak_cli or experiment_test did not build; see $LOG"; status=1
   fi
 fi
 

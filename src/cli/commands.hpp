@@ -2,6 +2,9 @@
 /// @file Registration functions of the CLI subcommands (one per <name>_cmd.cpp).
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -21,6 +24,8 @@ void register_demo(CLI::App& app);
 void register_mma(CLI::App& app);
 /// `tiebreak report`: the HTML report of tiebreak's JSON, drawn by python/tiebreak/report (report_cmd.cpp).
 void register_report(CLI::App& app);
+/// What `tiebreak report INPUTS -o OUTPUT` does, for commands that offer --html (report_cmd.cpp).
+void render_html_report(const std::vector<std::string>& inputs, const std::string& output);
 #ifdef TIEBREAK_HAVE_ANALYSIS
 /// `tiebreak analyze` (analyze_cmd.cpp, built with tiebreak::analysis).
 void register_analyze(CLI::App& app);
@@ -30,6 +35,10 @@ void register_audit(CLI::App& app);
 void register_attention(CLI::App& app);
 /// `tiebreak audit-gemm` (gemm_cmd.cpp, built with tiebreak::audit).
 void register_audit_gemm(CLI::App& app);
+#endif
+#ifdef TIEBREAK_HAVE_EXPERIMENT
+/// `tiebreak experiment causal|bisect`: the causal experiment (experiment_cmd.cpp, tiebreak::experiment).
+void register_experiment(CLI::App& app);
 #endif
 
 }  // namespace tiebreak::cli

@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
   tiebreak::cli::register_attention(app);
   tiebreak::cli::register_audit_gemm(app);
 #endif
+#ifdef TIEBREAK_HAVE_EXPERIMENT
+  tiebreak::cli::register_experiment(app);
+#endif
   try {
     // CLI11 reports a mistyped subcommand, or an option before any, only as "A subcommand is
     // required": name it, at the top level and one level down (`analyze fourier`).

@@ -178,6 +178,10 @@ void run_report(const report_options& o) {
 
 }  // namespace
 
+void render_html_report(const std::vector<std::string>& inputs, const std::string& output) {
+  run_report(report_options{inputs, output});
+}
+
 void register_report(CLI::App& app) {
   auto opts = std::make_shared<report_options>();
   CLI::App* cmd = app.add_subcommand(
