@@ -440,7 +440,9 @@ fi
 
 # --- python: the Python package's pytest suite with torch (issue 20, docs/python.md) ---------------
 # The torch tests (tiebreak.torch: SDPA audit hook, spectral-norm tracker, two gloo processes,
-# TensorBoard and JSON Lines) skip in CI, where torch is not installed; here they run.
+# TensorBoard and JSON Lines, the attention custom op) skip in CI, where torch is not installed;
+# here they run. TIEBREAK_PYTHON_CUDA=ON builds tiebreak._cuda, the attention kernels on CUDA
+# tensors, so that the op's CUDA tests (the GPU op against the CPU twin, bit for bit) run too.
 if want python; then
   P_LOG="$OUTDIR/python.log"; : >"$P_LOG"
   py=$(command -v "${TIEBREAK_PYTHON:-python3}")
@@ -449,8 +451,8 @@ if want python; then
   fi
   b=$(( $(left) - 60 ))
   if [ -f "$BUILD/full/CMakeCache.txt" ] && [ "$b" -gt 30 ] &&
-     cmake -S "$ROOT" -B "$BUILD/full" -DTIEBREAK_PYTHON=ON -DPython_EXECUTABLE="$py" >>"$LOG" 2>&1 &&
-     timeout "$b" cmake --build "$BUILD/full" -j "$JOBS" --target tiebreak_cli tiebreak_python_core tiebreak_python_stub >>"$LOG" 2>&1; then
+     cmake -S "$ROOT" -B "$BUILD/full" -DTIEBREAK_PYTHON=ON -DTIEBREAK_PYTHON_CUDA=ON -DPython_EXECUTABLE="$py" >>"$LOG" 2>&1 &&
+     timeout "$b" cmake --build "$BUILD/full" -j "$JOBS" --target tiebreak_cli tiebreak_python_core tiebreak_python_cuda tiebreak_python_stub >>"$LOG" 2>&1; then
     (cd "$BUILD/full" && timeout $(( $(left) > 40 ? $(left) - 10 : 30 )) ctest -R '^python_pytest$' -V) >"$P_LOG" 2>&1; rc=$?
     [ "$rc" -ne 0 ] && status=1
     say "python: ctest python_pytest exit $rc: $(grep -E '(passed|failed|skipped)' "$P_LOG" | tail -1)"

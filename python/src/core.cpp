@@ -38,6 +38,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "attention.hpp"  // the attention kernels' host twin (attention.cpp)
 #include "common.hpp"  // src/cli: format_by_name, mode_by_name, compare (the CLI's messages and reports)
 #include "tiebreak/analysis/align.hpp"
 #include "tiebreak/analysis/bias.hpp"
@@ -676,6 +677,8 @@ NB_MODULE(_core, m) {
         "`tiebreak audit` on arrays: `tensors` maps q, k, v, o [, do, dq, dk, dv, lse] to C-contiguous CPU\n"
         "arrays (numpy or any __dlpack__ producer: bf16, f16, f32, f64), read in place. Returns the JSON\n"
         "report (schema tiebreak.audit/2, docs/audit.md) as text. Bad input raises the CLI's message.");
+
+  bind_attention_twin(m);
 
   m.def("bias_summary", [](const vec_d& x) {
     analysis::running_moments mo;

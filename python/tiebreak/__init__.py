@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """tiebreak: bit-exact low-precision rounding, emulated sums and tensor cores, and the attention audit.
 
-The numpy API (``tiebreak.round``, ``tiebreak.sum``, ``tiebreak.mma``, ``tiebreak.audit``, ...) lives
+The numpy API (``tiebreak.round``, ``tiebreak.sum``, ``tiebreak.mma``, ``tiebreak.audit``,
+``tiebreak.attention``, ...) lives
 in the compiled extension ``tiebreak._core``, which this file imports lazily, on first use of one of
 those names: the pure-Python subpackages (``tiebreak.report``) import without it. See docs/python.md.
 """
@@ -25,6 +26,8 @@ _LAZY = {
     "modes": "tiebreak._api",
     "FLAGS": "tiebreak._api",
     "flag_names": "tiebreak._api",
+    "attention": "tiebreak._attention",
+    "Attention": "tiebreak._attention",
 }
 _SUBMODULES = ("analysis", "report", "torch")
 

@@ -2,8 +2,10 @@
 """tiebreak in PyTorch training loops (docs/python.md): an audit hook on
 ``torch.nn.functional.scaled_dot_product_attention``, spectral-norm trackers on parameters,
 per-head statistics reduced over ``torch.distributed`` ranks, and scalars to TensorBoard and to
-JSON Lines. Pure PyTorch on top of the numpy API: no custom CUDA op (that is a later part of
-issue 20). Importing this module needs torch; the rest of the package does not.
+JSON Lines, pure PyTorch on top of the numpy API; and tiebreak's attention kernels as the custom op
+``torch.ops.tiebreak.flash_attention`` with autograd and output modes per head
+(``flash_attention``, ``FlashAttention``, ``set_attention_modes``: python/tiebreak/_torch_attention.py).
+Importing this module needs torch; the rest of the package does not.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ import torch
 import torch.nn.functional as F
 
 from . import _api
+from ._torch_attention import (FlashAttention, attention_modes, cuda_attention_available, flash_attention,
+                               set_attention_modes)
 from .analysis import SpectralTracker
 
-__all__ = ["SDPAAudit", "SpectralNormTracker", "HeadStats", "reduce_head_stats", "ScalarLogger", "to_numpy"]
+__all__ = ["SDPAAudit", "SpectralNormTracker", "HeadStats", "reduce_head_stats", "ScalarLogger", "to_numpy",
+           "flash_attention", "FlashAttention", "set_attention_modes", "attention_modes", "cuda_attention_available"]
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:

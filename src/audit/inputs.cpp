@@ -132,7 +132,9 @@ class tensor_store {
     const raw_tensor* t = find(name);
     if (!t)
       fail(source_, "missing tensor '" + name + "'" +
-                        (container_ == "npy" ? " (no " + name + ".npy in the folder)" : " (not in the safetensors header)"));
+                        (container_ == "npy"      ? " (no " + name + ".npy in the folder)"
+                         : container_ == "memory" ? " (not among the arrays given)"
+                                                  : " (not in the safetensors header)"));
     return *t;
   }
   [[nodiscard]] const std::string& source() const noexcept { return source_; }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file Tests of the dump readers: safetensors parsing, exact decoding of bf16/f16/f32, both
-/// layouts, .npy folders, and the bad-input matrix (each error names the tensor and the problem).
+/// layouts, .npy folders, tensors in memory (the Python package's arrays), and the bad-input matrix
+/// (each error names the tensor and the problem).
 #include "audit_fixtures.hpp"
 
+#include <tiebreak/audit/audit.hpp>
 #include <tiebreak/audit/inputs.hpp>
 #include <tiebreak/io/safetensors.hpp>
 
@@ -343,6 +345,153 @@ TEST(AuditInputs, NpyBadInputs) {
   // Not a .npy file at all.
   write_bytes(dir / "q.npy", std::vector<std::byte>(100, std::byte{'x'}));
   EXPECT_THAT(load_error(dir), testing::AllOf(HasSubstr("bad magic"), HasSubstr("tensor 'q'")));
+}
+
+// --- tensors in memory (tiebreak.audit on arrays: python/src/core.cpp builds tensor_buffers) -------
+
+/// The dump's tensors encoded in `f` (lse in f32), as the file writer stores them: the bytes the
+/// in-memory buffers view (kept alive by the returned map).
+std::map<std::string, std::pair<std::vector<std::size_t>, std::vector<std::byte>>> encoded(const audit::kernel_dump& d,
+                                                                                           bool bshd,
+                                                                                           const tiebreak::format_desc& f) {
+  std::map<std::string, std::pair<std::vector<std::size_t>, std::vector<std::byte>>> out;
+  for (auto& [name, nt] : dump_tensors(d, bshd))
+    out[name] = {nt.shape, encode_as(name == "lse" ? tiebreak::formats::f32 : f, nt.values)};
+  return out;
+}
+std::map<std::string, audit::tensor_buffer> buffers_of(
+    const std::map<std::string, std::pair<std::vector<std::size_t>, std::vector<std::byte>>>& enc, const std::string& dtype) {
+  std::map<std::string, audit::tensor_buffer> out;
+  for (const auto& [name, sb] : enc) out[name] = {name == "lse" ? "f32" : dtype, sb.first, sb.second};
+  return out;
+}
+/// The report without what names the input (source, container) or measures time.
+nlohmann::json comparable(nlohmann::json j) {
+  j.erase("source");
+  j.erase("container");
+  j.erase("timing_s");
+  return j;
+}
+std::string memory_error(const std::map<std::string, audit::tensor_buffer>& t, audit::layout L = audit::layout::bhsd) {
+  try {
+    audit::load_options o;
+    o.tensor_layout = L;
+    (void)audit::load_kernel_dump(t, "arrays", o);
+  } catch (const audit::input_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Good arrays load to the same dump as the same tensors in a safetensors file, in both layouts and
+// in bf16 and f32, non-finite values included, and audit to the same report.
+TEST(AuditInputs, MemoryTensorsAuditAsTheFile) {
+  const auto dir = temp_dir("memory");
+  auto d = small_dump(true);
+  d.o[3] = NAN;
+  d.o[7] = -INFINITY;
+  d.dv[2] = NAN;
+  for (bool bshd : {false, true}) {
+    for (auto dt : {io::st_dtype::bf16, io::st_dtype::f32}) {
+      SCOPED_TRACE(testing::Message() << "bshd " << bshd << " dtype " << io::st_dtype_name(dt));
+      const bool bf = dt == io::st_dtype::bf16;
+      const auto path = dir / "dump.safetensors";
+      write_dump_safetensors(path, d, bshd, dt);
+      const auto enc = encoded(d, bshd, bf ? tiebreak::formats::bf16 : tiebreak::formats::f32);
+      audit::load_options o;
+      o.tensor_layout = bshd ? audit::layout::bshd : audit::layout::bhsd;
+      const auto file = audit::load_kernel_dump(path, o);
+      const auto mem = audit::load_kernel_dump(buffers_of(enc, bf ? "bf16" : "f32"), "arrays", o);
+      EXPECT_EQ(mem.container, "memory");
+      EXPECT_EQ(mem.source, "arrays");
+      EXPECT_EQ(mem.inputs.shape.heads, file.inputs.shape.heads);
+      EXPECT_EQ(mem.inputs.shape.kv_heads, file.inputs.shape.kv_heads);
+      EXPECT_EQ(mem.inputs.q, file.inputs.q);
+      EXPECT_EQ(mem.inputs.k, file.inputs.k);
+      EXPECT_EQ(mem.inputs.v, file.inputs.v);
+      EXPECT_EQ(mem.inputs.d_o, file.inputs.d_o);
+      EXPECT_EQ(mem.dq, file.dq);
+      EXPECT_EQ(mem.dk, file.dk);
+      EXPECT_EQ(mem.lse, file.lse);
+      // NaN != NaN: compare the encodings.
+      ASSERT_EQ(mem.o.size(), file.o.size());
+      for (std::size_t i = 0; i < mem.o.size(); ++i)
+        EXPECT_EQ(tiebreak::f64_to_bits(mem.o[i]), tiebreak::f64_to_bits(file.o[i])) << i;
+      EXPECT_EQ(mem.info("o")->nonfinite, 2u);
+      EXPECT_EQ(mem.info("dv")->nonfinite, 1u);
+      EXPECT_EQ(mem.info("o")->format.name, "bf16");
+      EXPECT_EQ(mem.info("o")->dtype, bf ? "bf16" : "f32");
+      audit::audit_options ao;
+      ao.threads = 1;
+      const auto jm = audit::to_json(audit::run_audit(mem, ao));
+      const auto jf = audit::to_json(audit::run_audit(file, ao));
+      EXPECT_EQ(jm["container"], "memory");
+      EXPECT_EQ(jm["tensors"]["o"]["nonfinite"], 2);
+      EXPECT_EQ(comparable(jm).dump(), comparable(jf).dump());
+    }
+  }
+}
+
+// Bad arrays fail as the file path fails, with the same message after the source.
+TEST(AuditInputs, MemoryTensorsBadInputAsTheFile) {
+  const auto dir = temp_dir("memory_bad");
+  const auto d = small_dump(true);
+  using T = std::map<std::string, named_tensor>;
+  // One edit of the tensors, loaded from memory and from a file: the messages agree past the source.
+  auto both = [&](const std::string& name, auto edit) {
+    auto t = dump_tensors(d, false);
+    edit(t);
+    std::map<std::string, io::st_tensor_data> st;
+    std::map<std::string, std::vector<std::byte>> bytes;
+    std::map<std::string, audit::tensor_buffer> mem;
+    for (auto& [n, nt] : t) {
+      bytes[n] = encode_as(tiebreak::formats::f32, nt.values);
+      st[n] = {io::st_dtype::f32, nt.shape, bytes[n]};
+    }
+    for (auto& [n, nt] : t) mem[n] = {"f32", nt.shape, bytes[n]};
+    const auto p = dir / (name + ".safetensors");
+    io::write_safetensors(p, st);
+    const std::string f = load_error(p), m = memory_error(mem);
+    EXPECT_EQ(f.substr(0, p.string().size()), p.string()) << f;
+    EXPECT_EQ(m.substr(0, 8), "arrays: ") << m;
+    return std::make_pair(f.substr(std::min(f.size(), p.string().size())), m.substr(std::min<std::size_t>(m.size(), 6)));
+  };
+  auto expect_same = [&](const std::string& name, auto edit, const std::string& what) {
+    SCOPED_TRACE(name);
+    const auto [f, m] = both(name, edit);
+    EXPECT_THAT(m, HasSubstr(what));
+    EXPECT_EQ(m, f);
+  };
+  {
+    const auto [f, m] = both("no_v", [](T& t) { t.erase("v"); });
+    EXPECT_EQ(f, ": missing tensor 'v' (not in the safetensors header)");
+    EXPECT_EQ(m, ": missing tensor 'v' (not among the arrays given)");
+  }
+  expect_same("rank3", [](T& t) { t["q"].shape = {2, 4, 15}; }, "tensor 'q' has shape [2, 4, 15], expected 4 dimensions");
+  expect_same("kdim", [](T& t) { t["k"].shape = {2, 2, 3, 6}; }, "tensor 'k' [2, 2, 3, 6] has dim 6, q has 3");
+  expect_same("oseq", [](T& t) { t["o"].shape = {2, 4, 4, 5}; }, "shape mismatch: tensor 'o'");
+  expect_same("dq_no_do", [](T& t) { t.erase("do"); }, "tensor 'dq' needs the upstream gradient 'do'");
+  expect_same("lse_shape", [](T& t) { t["lse"].shape = {2, 20}; }, "tensor 'lse' [2, 20] must be [batch, heads, seq_q]");
+  expect_same("empty", [](T& t) {
+    t["q"].shape = {2, 4, 0, 3};
+    t["q"].values.clear();
+  }, "tensor 'q' has an empty dimension");
+
+  // What only memory can get wrong: a dtype name, a tensor name, a buffer of the wrong size.
+  const auto enc = encoded(d, false, tiebreak::formats::f32);
+  auto mem = buffers_of(enc, "f32");
+  EXPECT_EQ(memory_error(mem), "no error");
+  mem["k"].dtype = "i32";
+  EXPECT_EQ(memory_error(mem), "arrays: tensor 'k': dtype i32 is not supported (expected bf16, f16, f32 or f64)");
+  mem = buffers_of(enc, "f32");
+  mem["kk"] = mem["k"];
+  EXPECT_THAT(memory_error(mem), HasSubstr("arrays: unknown tensor 'kk'"));
+  mem = buffers_of(enc, "f32");
+  mem["v"].bytes = mem["v"].bytes.first(mem["v"].bytes.size() - 4);
+  EXPECT_THAT(memory_error(mem), HasSubstr("arrays: tensor 'v' of shape [2, 2, 6, 4] needs 384 data bytes, the buffer has 380"));
+  mem = buffers_of(enc, "f32");
+  mem["q"].dtype = "bf16";  // half the bytes a bf16 tensor of this shape would need: refused, never over-read
+  EXPECT_THAT(memory_error(mem), HasSubstr("tensor 'q' of shape [2, 4, 5, 3] needs 240 data bytes, the buffer has 480"));
 }
 
 }  // namespace
