@@ -59,6 +59,11 @@ def _heads_text(heads) -> str:
     return ", ".join(f"L{int(p[0])}H{int(p[1])}" for p in heads)
 
 
+def _opt(v) -> str:
+    """A number that may be null (no value: the fp32 reference has no excess over itself)."""
+    return "—" if v is None else fg.fmt(num(v))
+
+
 def _ci(ci) -> str:
     if ci is None:
         return "—"
@@ -82,7 +87,7 @@ def causal_verdicts(inp):
         state = "biased" if v.get("growth") or v.get("diverged") else "neutral"
         rows.append((verdict_cell(f"{g['mode']} · {g['data']}: {counts or 'no cells'}", state),
                      f"{g['n']} seeds; growth rate {fg.fmt(num(g['growth_rate_mean']))} per step {_ci(g.get('growth_rate_ci'))}; "
-                     f"excess log σ {fg.fmt(num(g.get('excess_log_sigma_mean')))} {_ci(g.get('excess_log_sigma_ci'))}"))
+                     f"excess log σ {_opt(g.get('excess_log_sigma_mean'))} {_ci(g.get('excess_log_sigma_ci'))}"))
     return rows
 
 
@@ -171,7 +176,7 @@ def _group_table(inputs) -> str:
         for g in inp.doc["groups"]:
             v = g["verdicts"]
             rows.append([inp.label, g["mode"], g["data"], g["n"], fg.fmt(num(g["growth_rate_mean"])), _ci(g.get("growth_rate_ci")),
-                         fg.fmt(num(g.get("excess_log_sigma_mean"))), _ci(g.get("excess_log_sigma_ci")),
+                         _opt(g.get("excess_log_sigma_mean")), _ci(g.get("excess_log_sigma_ci")),
                          v.get("growth", 0), v.get("stable", 0), v.get("diverged", 0), v.get("reference", 0)])
     return table(["input", "mode", "data", "seeds", "growth rate (log σ per step)", "95 % interval", "excess log σ",
                   "95 % interval", "growth", "stable", "diverged", "reference"], rows, numeric=(3, 4, 6, 8, 9, 10, 11))
@@ -335,11 +340,11 @@ def causal_section(inputs) -> str:
         for c in inp.doc["cells"]:
             hm = c.get("head_modes")
             rows.append([c["mode"], c["data"], c["seed"], "; ".join("/".join(l) for l in hm) if hm else "—",
-                         fg.fmt(num(c["spectral_growth_rate"])), fg.fmt(num(c.get("growth_rate_se"))),
-                         fg.fmt(num(c.get("excess_log_sigma"))), fg.fmt(num(c["final_loss"]), 4), fg.fmt(num(c["final_ref_loss"]), 4),
+                         fg.fmt(num(c["spectral_growth_rate"])), _opt(c.get("growth_rate_se")),
+                         _opt(c.get("excess_log_sigma")), fg.fmt(num(c["final_loss"]), 4), fg.fmt(num(c["final_ref_loss"]), 4),
                          "yes" if c["diverged"] else "no",
                          verdict_cell(c["verdict"], "biased" if c["verdict"] in ("growth", "diverged") else "neutral"),
-                         fg.fmt(num(c.get("wall_seconds")))])
+                         _opt(c.get("wall_seconds"))])
         out.append(f"<details><summary>{esc(inp.label)}: the {len(rows)} runs (cells)</summary>"
                    + table(["mode", "data", "seed", "head modes [layer]", "growth rate", "se", "excess log σ", "final loss",
                             "final ref loss", "diverged", "verdict", "wall s"], rows, numeric=(2, 4, 5, 6, 7, 8, 11))
