@@ -7,6 +7,11 @@
                                             no console message, every <img> decoded; keeps the
                                             screenshot WORKDIR/report-screenshot.png
 
+The experiment pages (tiebreak.experiment/1) and the torch scalars page (tiebreak.scalars/1) are
+drawn from FIXTURES (experiment_fixture.py: synthetic series, labelled as such in the files): the
+experiment command is not part of this test, and the scalars are written by tiebreak.torch, which
+needs torch. Everything else is JSON the built tiebreak writes.
+
 Exit code 77 (ctest: skipped) with the reason on stdout when matplotlib, or for `browser` Chromium,
 is missing on this machine; CI installs both (tools/install-deps.sh), so there it runs.
 """
@@ -19,6 +24,9 @@ import os
 import shutil
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import experiment_fixture  # noqa: E402  (FIXTURES: synthetic experiment and scalars JSON)
 
 SKIP = 77
 
@@ -52,7 +60,8 @@ def generate(tb: str, work: str, with_demo: bool, modes) -> dict:
     """Real JSON of every kind, written by the built tiebreak on tiny problems; returns kind -> files."""
     import numpy as np
     files = {"audit": [], "attention probe": [], "audit-gemm": [], "analyze bias": [], "analyze spectral": [],
-             "analyze align": [], "demo": []}
+             "analyze align": [], "demo": [], "experiment causal": [], "experiment bisect": [], "torch scalars": [],
+             "torch audits": []}
     for mode in modes:
         out = os.path.join(work, f"att_{mode}.safetensors")
         must([tb, "attention", "--mode", mode, "--emulate", "--shape", "1,2,64,64", "--seed", "3", "-q", "-o", out])
@@ -91,6 +100,27 @@ def generate(tb: str, work: str, with_demo: bool, modes) -> dict:
         with open(demo, "w") as f:
             f.write(must([tb, "demo", "--json"]).stdout)
         files["demo"].append(demo)
+    # FIXTURES (synthetic, see experiment_fixture.py): the experiment pages and the torch scalars,
+    # whose per-head records carry the real audits' numbers. The browser test puts two experiments
+    # side by side (two and four modes).
+    fixtures = os.path.join(work, "fixture")
+    os.makedirs(fixtures)
+    variants = [("bf16", "fp32")] + ([("bf16", "fp32", "debias", "stochastic")] if with_demo else [])
+    for i, ms in enumerate(variants):
+        path = os.path.join(fixtures, f"causal{i}.json")
+        experiment_fixture.causal(path, modes=ms, device="cpu" if i == 0 else "gpu")
+        files["experiment causal"].append(path)
+    files["experiment bisect"].append(os.path.join(fixtures, "bisect.json"))
+    experiment_fixture.bisect(files["experiment bisect"][0])
+    files["torch scalars"].append(os.path.join(fixtures, "scalars.jsonl"))
+    experiment_fixture.scalars(files["torch scalars"][0], files["audit"])
+    if with_demo:
+        # ScalarLogger.log_audit's audits.jsonl: one audit per line with the hook's step and module
+        # (here the real audits of this run, two lines): one column per line.
+        files["torch audits"].append(os.path.join(work, "audits.jsonl"))
+        with open(files["torch audits"][0], "w") as f:
+            for i, path in enumerate(files["audit"][:2]):
+                f.write(json.dumps(dict(json.load(open(path)), step=10 * i, module="attn")) + "\n")
     return files
 
 
@@ -140,9 +170,11 @@ def render_and_check(tb: str, work: str, files: dict) -> tuple:
     headings = "".join(page.h2)
     want = {"audit": "Attention audits", "attention probe": "Attention probe counters", "audit-gemm": "GEMM audits",
             "analyze bias": "Bias of error series", "analyze spectral": "Spectral norms",
-            "analyze align": "Alignment over a sequence", "demo": "Tie-breaking demonstration"}
+            "analyze align": "Alignment over a sequence", "demo": "Tie-breaking demonstration",
+            "experiment causal": "Causal experiment", "experiment bisect": "Head bisection",
+            "torch scalars": "Training scalars", "torch audits": "Attention audits"}
     for kind, title in want.items():
-        if (title in headings) != bool(files[kind]):
+        if (title in headings) != bool(files[kind]) and not (kind == "torch audits" and files["audit"]):
             fail(f"section '{title}' present: {title in headings}, inputs of kind {kind}: {files[kind]}")
     if not (page.h2[0] == "Verdicts" and page.h2[-1] == "Provenance"):
         fail(f"sections in the wrong order: {page.h2}")
@@ -161,7 +193,59 @@ def render_and_check(tb: str, work: str, files: dict) -> tuple:
         cl = " ".join(json.load(open(path))["command_line"])
         if cl not in text:
             fail(f"provenance lacks the command line of {path}: {cl}")
+    check_experiment(text, files)
     return out, len(page.imgs)
+
+
+def _row(text: str, path: str, kind: str, n: int = 1) -> str:
+    """The verdict table's rows of `path` (the n rows that follow its first cell)."""
+    key = f"{os.path.basename(path)}</td><td>{kind}</td>"
+    i = text.index(key)
+    return text[i:text.index("</table>", i)].split("</tr>")[:n]
+
+
+def check_experiment(text: str, files: dict) -> None:
+    """The experiment and scalars pages say what their JSON says (verdict rows, tables, provenance)."""
+    esc = __import__("html").escape
+    for path in files["experiment causal"]:
+        d = json.load(open(path))
+        rows = _row(text, path, "experiment causal", 1 + len(d["groups"]))
+        rep = "reproduced" if d["conclusion"]["reproduced"] else "not reproduced"
+        if f'<span class="{"biased" if d["conclusion"]["reproduced"] else "unbiased"}">{rep}</span>' not in rows[0]:
+            fail(f"conclusion row of {path} does not say '{rep}': {rows[0][:300]}")
+        for g, row in zip(d["groups"], rows[1:]):
+            counts = ", ".join(f"{k} {g['verdicts'][k]}" for k in ("growth", "stable", "diverged", "reference")
+                               if g["verdicts"][k])
+            if f"{g['mode']} · {g['data']}: {counts}</span>" not in row or f"{g['n']} seeds" not in row:
+                fail(f"group row of {path} for {g['mode']}/{g['data']} does not say '{counts}': {row[:300]}")
+        if esc(d["command_line"]) not in text or esc(" ".join(d["conclusion"]["text"].split())) not in text:
+            fail(f"page lacks the command line or the conclusion of {path}")
+        for key in ("lr", "log_every", "growth_threshold", "monitor"):
+            if f"{key} {d['config'][key]}" not in text:
+                fail(f"provenance of {path} lacks config '{key} {d['config'][key]}'")
+    for path in files["experiment bisect"]:
+        d = json.load(open(path))
+        heads = ", ".join(f"L{l}H{h}" for l, h in d["result"]["heads"])
+        if f"heads: {heads}</span>" not in _row(text, path, "experiment bisect")[0]:
+            fail(f"bisect verdict of {path} does not name heads {heads}")
+        for t in d["trials"]:
+            if f"<td>{', '.join(f'L{l}H{h}' for l, h in t['heads'])}</td>" not in text:
+                fail(f"bisect table lacks the trial {t['heads']}")
+    for path in files["torch audits"]:  # JSON Lines of audits: one verdict row per line, labelled with it
+        for i, line in enumerate(open(path)):
+            d = json.loads(line)
+            key = f"{os.path.basename(path)} line {i + 1} (step {d['step']}, module {d['module']})</td><td>audit</td>"
+            if key not in text or f">{d['summary']['verdict']}</span>" not in text[text.index(key):][:300]:
+                fail(f"no verdict row '{key}' with verdict {d['summary']['verdict']}")
+    for path in files["torch scalars"]:
+        tags = {t for line in open(path) for t in json.loads(line)["scalars"]}
+        if f">{len(tags)} tags</span>" not in _row(text, path, "torch scalars")[0]:
+            fail(f"scalars verdict of {path} does not count its {len(tags)} tags")
+        for t in tags:
+            if f"<td>{esc(t)}</td>" not in text:
+                fail(f"scalars table lacks the tag {t}")
+        if files["audit"] and "Per-head statistics, mean over the audited steps" not in text:
+            fail("scalars page lacks the per-head heatmaps of the audit records")
 
 
 def check_errors(tb: str, work: str, files: dict) -> None:
@@ -180,6 +264,9 @@ def check_errors(tb: str, work: str, files: dict) -> None:
     cut = json.load(open(good))
     del cut["heads"][0]["o_t"]
     probe = json.load(open(files["attention probe"][0]))
+    causal = json.load(open(files["experiment causal"][0]))
+    no_cum = json.loads(json.dumps(causal))
+    del no_cum["cells"][0]["series"]["sigma_wq"]  # read before the first figure is drawn: a cheap case
     fakemp = os.path.join(bad, "fake")
     os.makedirs(os.path.join(fakemp, "matplotlib"), exist_ok=True)
     write("fake/matplotlib/__init__.py", "raise ImportError('matplotlib is absent in this test')\n")
@@ -201,6 +288,13 @@ def check_errors(tb: str, work: str, files: dict) -> None:
          "without the field 'shape.M'"),
         ("mixed JSON Lines", [write("mixed.jsonl", json.dumps(probe) + "\n" + open(good).read().replace("\n", "") + "\n")],
          None, "mix kinds"),
+        ("experiment kind", [write("kind.json", json.dumps(dict(causal, kind="experiment_sweep")))], None,
+         'tiebreak.experiment/1 document of kind "experiment_sweep", which this report does not draw'),
+        ("experiment series", [write("nocum.json", json.dumps(no_cum))], None,
+         "cannot draw the experiment causal page: missing field 'sigma_wq'"),
+        ("scalars line", [write("scalars.jsonl", '{"schema": "tiebreak.scalars/1", "step": 1, "scalars": {"a": 1}}\n'
+                                                 '{"schema": "tiebreak.scalars/1", "step": 2}\n')], None,
+         "line 2: torch scalars JSON without the field 'scalars'"),
         ("missing file", [os.path.join(bad, "absent.json")], None, "no such file"),
         ("directory", [bad], None, "is a directory"),
         ("no python", [good], env_nopy, "pip install matplotlib"),

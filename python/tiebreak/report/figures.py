@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
 DPI = 100
@@ -65,12 +66,15 @@ class Metric:
         self.fmt_digits = fmt_digits
 
 
-def heatmap_grid(metrics, columns, *, xlabel="head", ylabel="batch", alt="heatmaps") -> str:
+def heatmap_grid(metrics, columns, *, xlabel="head", ylabel="batch", alt="heatmaps", xticklabels=None,
+                 yticklabels=None) -> str:
     """Rows: metrics; columns: inputs (or modes) shown side by side with one colour scale per row.
 
     `columns` is a list of (title, matrices, marks): matrices[i] is a 2-d array (batch x head) for
     metrics[i] (NaN where there is no value, drawn grey); marks a boolean array of the same shape or
-    None (a black frame: the head is flagged biased)."""
+    None (a black frame: the head is flagged biased). `xticklabels`/`yticklabels`: names of the
+    columns/rows of every matrix (default: their indices); `yticklabels` may instead hold one list
+    per column (columns with different rows, e.g. different modes)."""
     nrow, ncol = len(metrics), len(columns)
     shape = max((np.shape(m) for _, ms, _ in columns for m in ms), key=lambda s: s[0] * s[1])
     cell_w = 0.55 if shape[1] <= 16 else max(0.12, 8.0 / shape[1])
@@ -103,8 +107,15 @@ def heatmap_grid(metrics, columns, *, xlabel="head", ylabel="batch", alt="heatma
             im = ax.imshow(np.ma.masked_invalid(v), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
                            interpolation="nearest")
             ax.set_title(f"{wrap(title)}\n{metric.title}" if r == 0 else metric.title, fontsize=8)
-            ax.set_xticks(range(v.shape[1]) if v.shape[1] <= 16 else [])
-            ax.set_yticks(range(v.shape[0]) if v.shape[0] <= 16 else [])
+            if xticklabels is not None and v.shape[1] <= 16:
+                ax.set_xticks(range(v.shape[1]), xticklabels[:v.shape[1]])
+            else:
+                ax.set_xticks(range(v.shape[1]) if v.shape[1] <= 16 else [])
+            if yticklabels is not None and v.shape[0] <= 16:
+                names = yticklabels[c] if isinstance(yticklabels[0], (list, tuple)) else yticklabels
+                ax.set_yticks(range(v.shape[0]), names[:v.shape[0]])
+            else:
+                ax.set_yticks(range(v.shape[0]) if v.shape[0] <= 16 else [])
             ax.tick_params(labelsize=7)
             if r == nrow - 1:
                 ax.set_xlabel(xlabel, fontsize=8)
@@ -239,4 +250,41 @@ def bars(columns, *, ylabel, alt="bars", xlabel="") -> str:
         ax.set_xlabel(xlabel, fontsize=8)
         ax.tick_params(labelsize=7)
     axes[0].set_ylabel(ylabel, fontsize=8)
+    return to_img(fig, alt)
+
+
+def line_grid(panels, *, ncols: int, alt: str, sharey: bool = False, panel_w: float = 4.0, panel_h: float = 2.6) -> str:
+    """Line panels on a grid of `ncols` columns (rows as needed). Each panel is None (an empty place)
+    or a dict: title, xlabel,
+    ylabel, lines = [(label or None, x, y, style)] (style: keyword arguments of Axes.plot), and
+    optionally logy (log y axis), zero (a black line at y = 0), legend (draw the labelled lines'
+    legend; default on the first panel only), legend_loc (matplotlib's loc; default "best", which
+    costs a search over every point of the panel). `sharey`: one y range for every panel."""
+    n = max(len(panels), 1)
+    ncols = max(1, min(ncols, n))
+    nrows = (n + ncols - 1) // ncols
+    fig = Figure(figsize=(min(panel_w * ncols + 0.6, 18), panel_h * nrows + 0.4))
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=sharey)
+    _margins(fig, top=0.5, bottom=0.55, wspace=0.3 if sharey else 0.4, hspace=0.75)
+    for i in range(nrows * ncols):
+        ax = axes[i // ncols][i % ncols]
+        if i >= len(panels) or panels[i] is None:
+            ax.set_visible(False)
+            continue
+        p = panels[i]
+        for label, x, y, style in p["lines"]:
+            ax.plot(np.asarray(x, float), np.asarray(y, float), label=label if label else "_nolegend_", **style)
+        if p.get("logy"):
+            ax.set_yscale("log")
+        if p.get("zero"):
+            ax.axhline(0.0, color="black", linewidth=0.7)
+        ax.xaxis.set_major_locator(MaxNLocator(5))  # fewer tick labels: text is most of the drawing time
+        ax.yaxis.set_major_locator(MaxNLocator(5))
+        ax.set_title(wrap(p["title"]), fontsize=8)
+        ax.set_xlabel(p.get("xlabel", ""), fontsize=8)
+        ax.set_ylabel(p.get("ylabel", ""), fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        if p.get("legend", i == 0) and any(label for label, _, _, _ in p["lines"]):
+            ax.legend(fontsize=6, loc=p.get("legend_loc", "best"))
     return to_img(fig, alt)

@@ -6,15 +6,14 @@ JSON of `tiebreak demo` and `tiebreak analyze` a test on its fields), which fiel
 to draw it: verdict rows for the table on top, provenance for the table at the bottom, one section
 for all inputs of the kind (drawn side by side).
 
-Planned kinds plug in here, with one more `Kind(...)` in KINDS and a module beside this one; they
-are not registered because their JSON does not exist yet (docs/report.md):
-- the causal experiment's JSON (issue 19: cumulative delta bias over steps, spectral norm curves);
-- the torch hook's JSON Lines (issue 20: one record per attention call; `read_input` already reads
-  JSON Lines, and a Kind's `detect` sees each line).
+A new kind plugs in here, with one more `Kind(...)` in KINDS and a module beside this one. Kinds
+that share a schema family (tiebreak.experiment/1: causal and bisect) tell their documents apart by
+`detect` (the field `kind`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Callable
@@ -34,11 +33,14 @@ class Kind:
     name: str                     # short name shown in the tables ("audit")
     schema: str | None            # schema family ("tiebreak.audit"), None for schema-less JSON
     versions: tuple = ()          # schema versions this page reads
-    detect: Callable[[dict], bool] | None = None  # for schema-less JSON: does this document look like ours?
+    detect: Callable[[dict], bool] | None = None  # does this document look like ours? (schema-less JSON, or
+    #                                               kinds sharing one schema family)
     required: tuple = ()          # dotted field paths every document must have
     verdicts: Callable = None     # Input -> [(verdict cell, detail text)]
     provenance: Callable = None   # Input -> {"shape", "data", "command_line", "version"}
     section: Callable = None      # [Input] -> HTML of the kind's section
+    whole_lines: bool = False     # a JSON Lines file is one input (its lines drawn together); otherwise each
+    #                               line becomes an input of its own (tiebreak.torch's audits.jsonl)
 
 
 KINDS = (
@@ -55,13 +57,24 @@ KINDS = (
          verdicts=_page("analyze.align_verdicts"), provenance=_page("analyze.align_provenance"), section=_page("analyze.align_section")),
     Kind("analyze spectral", None, detect=lambda d: {"spectral_norm", "file", "stable_rank"} <= d.keys(),
          required=("spectral_norm", "frobenius_norm"),
-         verdicts=_page("analyze.spectral_verdicts"), provenance=_page("analyze.spectral_provenance"), section=_page("analyze.spectral_section")),
+         whole_lines=True, verdicts=_page("analyze.spectral_verdicts"), provenance=_page("analyze.spectral_provenance"), section=_page("analyze.spectral_section")),
     Kind("analyze bias", None, detect=lambda d: {"drift", "sign_test", "bootstrap", "file"} <= d.keys(),
          required=("mean", "t", "p_value", "drift.first_alarm"),
-         verdicts=_page("analyze.bias_verdicts"), provenance=_page("analyze.bias_provenance"), section=_page("analyze.bias_section")),
+         whole_lines=True, verdicts=_page("analyze.bias_verdicts"), provenance=_page("analyze.bias_provenance"), section=_page("analyze.bias_section")),
+    Kind("experiment causal", "tiebreak.experiment", (1,), detect=lambda d: d.get("kind") == "experiment_causal",
+         required=("config.heads", "modes", "data", "cells", "groups", "conclusion.reproduced", "conclusion.text"),
+         verdicts=_page("experiment.causal_verdicts"), provenance=_page("experiment.causal_provenance"),
+         section=_page("experiment.causal_section")),
+    Kind("experiment bisect", "tiebreak.experiment", (1,), detect=lambda d: d.get("kind") == "experiment_bisect",
+         required=("config", "remedy", "data", "seed", "baseline.excess_log_sigma", "baseline.verdict", "trials", "result"),
+         verdicts=_page("experiment.bisect_verdicts"), provenance=_page("experiment.bisect_provenance"),
+         section=_page("experiment.bisect_section")),
+    Kind("torch scalars", "tiebreak.scalars", (1,), required=("step", "scalars"), whole_lines=True,
+         verdicts=_page("scalars.verdicts"), provenance=_page("scalars.provenance"), section=_page("scalars.section")),
 )
 
-KNOWN_TEXT = ("tiebreak.audit/1-2, tiebreak.attention_probe/1, tiebreak.audit-gemm/1, and the --json of "
+KNOWN_TEXT = ("tiebreak.audit/1-2, tiebreak.attention_probe/1, tiebreak.audit-gemm/1, tiebreak.experiment/1 "
+              "(causal, bisect), tiebreak.scalars/1 (tiebreak.torch's scalars.jsonl), and the --json of "
               "tiebreak demo and tiebreak analyze spectral|align|bias")
 
 
@@ -71,15 +84,19 @@ def _kind_of(doc: dict, where: str) -> Kind:
         if not isinstance(schema, str):
             raise ReportError(f"{where}: field 'schema' is not a string")
         family, _, version = schema.partition("/")
-        for k in KINDS:
-            if k.schema == family:
-                if not version.isdigit() or int(version) not in k.versions:
-                    raise ReportError(f"{where}: schema '{schema}' is not supported by this report "
-                                      f"(it reads {family}/{', /'.join(str(v) for v in k.versions)})")
+        same = [k for k in KINDS if k.schema == family]
+        for k in same:
+            if not version.isdigit() or int(version) not in k.versions:
+                raise ReportError(f"{where}: schema '{schema}' is not supported by this report "
+                                  f"(it reads {family}/{', /'.join(str(v) for v in k.versions)})")
+            if k.detect is None or k.detect(doc):
                 return k
+        if same:
+            raise ReportError(f"{where}: {schema} document of kind {json.dumps(doc.get('kind'))[:60]}, which this "
+                              f"report does not draw (it reads the kinds {', '.join(k.name for k in same)})")
         raise ReportError(f"{where}: unknown schema '{schema}' (tiebreak report reads {KNOWN_TEXT})")
     for k in KINDS:
-        if k.detect is not None and k.detect(doc):
+        if k.schema is None and k.detect is not None and k.detect(doc):
             return k
     raise ReportError(f"{where}: not a JSON that tiebreak report knows: no 'schema' field and not the output of a "
                       f"known command (it reads {KNOWN_TEXT})")

@@ -17,7 +17,7 @@ def _labels(inputs) -> None:
     letters = string.ascii_uppercase
     for i, inp in enumerate(inputs):
         tag = letters[i] if i < len(letters) else f"#{i + 1}"
-        inp.label = f"{tag}: {os.path.basename(inp.path)}"
+        inp.label = f"{tag}: {os.path.basename(inp.path)}" + (f" {inp.extra['line']}" if "line" in inp.extra else "")
 
 
 def _command_text(argv) -> str:
@@ -28,13 +28,27 @@ def _command_text(argv) -> str:
     return str(argv)
 
 
+def _split_lines(inp: Input) -> list:
+    """A JSON Lines file of a kind drawn one document at a time (e.g. the audits.jsonl of
+    tiebreak.torch's ScalarLogger: one audit per line) becomes one input per line, side by side."""
+    if inp.kind.whole_lines or len(inp.docs) == 1:
+        return [inp]
+    out = []
+    for i, d in enumerate(inp.docs):
+        part = Input(path=inp.path, docs=[d], size=inp.size, sha256=inp.sha256, kind=inp.kind)
+        where = ", ".join(f"{k} {d[k]}" for k in ("step", "module") if k in d)
+        part.extra["line"] = f"line {i + 1}" + (f" ({where})" if where else "")
+        out.append(part)
+    return out
+
+
 def load(paths) -> list:
     """Reads and classifies every input (ReportError for the first that cannot be read or is unknown)."""
     inputs = []
     for p in paths:
         inp = read_input(p)
         kinds.classify(inp)
-        inputs.append(inp)
+        inputs.extend(_split_lines(inp))
     _labels(inputs)
     return inputs
 
