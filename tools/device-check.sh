@@ -465,7 +465,8 @@ fi
 # --- experiment: the causal experiment on the kernels (issue 19, docs/experiment.md) ---------------
 # experiment_test (its GPU case: the kernels and the twin give the same run bit for bit), then the
 # full grid on the GPU, timed, JSON and HTML into $OUTDIR/experiment/. TIEBREAK_EXPERIMENT_ARGS adds
-# arguments (e.g. "--steps 100" for a quick look); TIEBREAK_EXPERIMENT_BISECT=1 also runs the bisect.
+# arguments (e.g. "--steps 100" for a quick look); TIEBREAK_EXPERIMENT_BISECT=1 also runs the bisect
+# (arguments TIEBREAK_BISECT_ARGS, e.g. "--steps 400 --seed 2").
 if want experiment; then
   E_OUT="$OUTDIR/experiment"; mkdir -p "$E_OUT"; E_LOG="$E_OUT/experiment.log"; : >"$E_LOG"
   if [ ! -f "$BUILD/full/CMakeCache.txt" ]; then
@@ -487,7 +488,7 @@ if want experiment; then
     tee -a "$LOG" <"$E_OUT/full.txt" >/dev/null; tail -3 "$E_OUT/full.err" | tee -a "$LOG"
     if [ "${TIEBREAK_EXPERIMENT_BISECT:-0}" = 1 ]; then
       t0=$(date +%s)
-      timeout $(( $(left) - 10 )) "$BUILD/full/tiebreak" experiment bisect --preset full --device gpu ${TIEBREAK_EXPERIMENT_ARGS:-} \
+      timeout $(( $(left) - 10 )) "$BUILD/full/tiebreak" experiment bisect --preset full --device gpu ${TIEBREAK_BISECT_ARGS:-} \
         -o "$E_OUT/bisect.json" >"$E_OUT/bisect.txt" 2>"$E_OUT/bisect.err"; rc=$?
       say "experiment: bisect exit $rc in $(( $(date +%s) - t0 ))s: $(tail -1 "$E_OUT/bisect.txt")"
     fi

@@ -106,7 +106,6 @@ void write_json(nlohmann::json& j, const experiment_options& o) {
     if (!f) throw std::runtime_error(fmt::format("experiment: cannot write {}", o.output));
   }
   std::filesystem::rename(tmp, o.output);
-  if (!o.html.empty()) render_html_report({o.output}, o.html);
 }
 
 void check_output(const experiment_options& o) {
@@ -115,6 +114,8 @@ void check_output(const experiment_options& o) {
   if (p.has_parent_path() && !std::filesystem::is_directory(p.parent_path(), ec))
     throw std::runtime_error(fmt::format("experiment: the folder of {} does not exist", o.output));
 }
+
+void print_groups(const nlohmann::json& j);
 
 void run_causal(const experiment_options& o) {
   check_output(o);
@@ -130,23 +131,29 @@ void run_causal(const experiment_options& o) {
   nlohmann::json j = ex::to_json(g, o.preset, ro.device);
   j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   write_json(j, o);
-  if (o.quiet) return;
-  std::cout << fmt::format("{:<11} {:<10} {:>3} {:>14} {:>22} {:>7} {:>7} {:>9}\n", "mode", "data", "n", "growth/step",
-                           "excess log sigma (CI)", "growth", "stable", "diverged");
+  if (!o.quiet) print_groups(j);
+  if (!o.html.empty()) render_html_report({o.output}, o.html);  // after the table: a renderer failure loses nothing
+  if (!o.quiet)
+    std::cerr << fmt::format("tiebreak experiment: wrote {}{} in {:.1f} s\n", o.output, o.html.empty() ? "" : " and " + o.html,
+                             j["wall_seconds"].get<double>());
+}
+
+void print_groups(const nlohmann::json& j) {
+  std::cout << fmt::format("{:<11} {:<10} {:>3} {:>14} {:>26} {:>13} {:>7} {:>7} {:>9}\n", "mode", "data", "n", "growth/step",
+                           "excess log sigma (95% CI)", "cum delta err", "growth", "stable", "diverged");
   for (const auto& gr : j["groups"]) {
     const auto ci = gr["excess_log_sigma_ci"];
     const std::string ex = gr["excess_log_sigma_mean"].is_null()
                                ? std::string("reference")
                                : fmt::format("{:+.4f} [{:+.3f},{:+.3f}]", io::number_from_json(gr["excess_log_sigma_mean"]),
                                              io::number_from_json(ci[0]), io::number_from_json(ci[1]));
-    std::cout << fmt::format("{:<11} {:<10} {:>3} {:>14.3e} {:>22} {:>7} {:>7} {:>9}\n", gr["mode"].get<std::string>(),
+    std::cout << fmt::format("{:<11} {:<10} {:>3} {:>14.3e} {:>26} {:>13.3e} {:>7} {:>7} {:>9}\n", gr["mode"].get<std::string>(),
                              gr["data"].get<std::string>(), gr["n"].get<int>(), io::number_from_json(gr["growth_rate_mean"]), ex,
+                             io::number_from_json(gr["delta_error_cum_mean"]),
                              gr["verdicts"]["growth"].get<int>(), gr["verdicts"]["stable"].get<int>(),
                              gr["verdicts"]["diverged"].get<int>());
   }
   std::cout << j["conclusion"]["text"].get<std::string>() << '\n';
-  std::cerr << fmt::format("tiebreak experiment: wrote {}{} in {:.1f} s\n", o.output,
-                           o.html.empty() ? "" : " and " + o.html, j["wall_seconds"].get<double>());
 }
 
 void run_bisect_cmd(const experiment_options& o) {
@@ -162,6 +169,7 @@ void run_bisect_cmd(const experiment_options& o) {
   nlohmann::json j = ex::run_bisect(p, b, ro, o.preset);
   write_json(j, o);
   if (!o.quiet) std::cout << j["result"]["text"].get<std::string>() << '\n';
+  if (!o.html.empty()) render_html_report({o.output}, o.html);
 }
 
 void add_common(CLI::App* cmd, experiment_options& o) {
