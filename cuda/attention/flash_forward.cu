@@ -3,7 +3,6 @@
 // (head dim, output mode, score scaling, probe), behind tiebreak::gpu::attention_forward.
 #include <cstdint>
 #include <stdexcept>
-#include <vector>
 
 #include "flash_device.cuh"
 #include "tiebreak/gpu/cuda_check.cuh"
@@ -41,16 +40,7 @@ void launch(const attn::flash_args& a, cudaStream_t stream) {
       a, attn::make_consts(a), partial.data(), n_qt);
   check(cudaGetLastError(), "launch");
   check(cudaStreamSynchronize(stream), "kernel");
-  if constexpr (Probe::enabled) {
-    std::vector<probe::head_counters> host(n_blocks);
-    check(cudaMemcpy(host.data(), partial.data(), n_blocks * sizeof(probe::head_counters), cudaMemcpyDeviceToHost),
-          "copy counters");
-    for (std::size_t i = 0; i < bh; ++i) {  // per head, in block order: the twin's order
-      probe::head_counters sum{};
-      for (int j = 0; j < n_qt; ++j) sum.merge(host[i * n_qt + j]);
-      a.counters[i].merge(sum);
-    }
-  }
+  if constexpr (Probe::enabled) detail::add_block_counters(a, partial.data(), static_cast<std::size_t>(n_qt), check);
 }
 
 template <int D, attn::out_mode M, attn::score_scaling Sc>

@@ -280,6 +280,22 @@ struct mma_frags {
   float* c;                ///< 4 accumulators, updated in place
 };
 
+/// The f32 accumulators of NB C fragments (blocks of 8 columns) as the bf16 A fragments of the
+/// next mma (NB / 2 chunks of 16 along k), each element rounded to nearest-even by the backend's
+/// pack_bf16x2_rne (cvt.rn.bf16x2.f32 on the device, fast.hpp on the host). C's c[i] of block n is
+/// (row g + 8 (i >> 1), column 8 n + 2 t + (i & 1)); A's a[r] of chunk n / 2 holds rows g + 8 (r & 1)
+/// and columns 2 t, 2 t + 1 (+ 8 (r >> 1)): so a[r] = c[2 pk + (r >> 1)][2 (r & 1)], [.. + 1].
+template <class Be, int NB>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void c_to_a_bf16(std::uint32_t (&a)[NB / 2][4], const float (&c)[NB][4]) noexcept {
+  TIEBREAK_UNROLL
+  for (int pk = 0; pk < NB / 2; ++pk)
+    TIEBREAK_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      const float(&blk)[4] = c[2 * pk + (r >> 1)];
+      a[pk][r] = Be::pack_bf16x2_rne(blk[2 * (r & 1)], blk[2 * (r & 1) + 1]);
+    }
+}
+
 /// The error of a bf16 result `r` against the f32 value `x` it was rounded from, in ulps of bf16 at
 /// r (2^(e_r − 7), e_r the exponent of r; 2^−133 for zeros and subnormals). Exact: r − x is exact in
 /// f32 (|r − x| < one bf16 ulp) and the scaling is a power of two, done in double.
@@ -307,6 +323,35 @@ struct thread_counting_probe {
   }
   TIEBREAK_FORCEINLINE TIEBREAK_HD void on_delta_error(const probe::delta_error_event& e) noexcept { c.delta_error.add(e.error()); }
 };
+
+/// Probe: the counters of the block's T threads (counters(tid)) merged in thread order by thread 0,
+/// through `sc` (T entries of shared memory no other phase uses), into *block_counters.
+template <int T, class Be, class F>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void write_block_counters(Be& be, probe::head_counters* sc, F&& counters,
+                                                           probe::head_counters* block_counters) {
+  be.for_threads([&](int tid) { sc[tid] = counters(tid); });
+  be.sync();
+  be.for_threads([&](int tid) {
+    if (tid == 0) {
+      probe::head_counters sum{};
+      for (int i = 0; i < T; ++i) sum.merge(sc[i]);
+      *block_counters = sum;
+    }
+  });
+}
+
+/// Adds the probe's per-block counters to the caller's per-head table a.counters: blocks[i · per_head
+/// + j] is block j of head i (b · heads + h), and each head's blocks are summed in block order before
+/// the sum is added, by the kernels' launchers and by the twin alike (so the double sums agree bit
+/// for bit). Host only.
+inline void merge_block_counters(const flash_args& a, const probe::head_counters* blocks, std::size_t per_head) noexcept {
+  const std::size_t bh = a.prob.shape.batch * a.prob.shape.heads;
+  for (std::size_t i = 0; i < bh; ++i) {
+    probe::head_counters sum{};
+    for (std::size_t j = 0; j < per_head; ++j) sum.merge(blocks[i * per_head + j]);
+    a.counters[i].merge(sum);
+  }
+}
 
 // --- the forward pass ----------------------------------------------------------------------------------
 
@@ -597,13 +642,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           }
         }
       }
-      TIEBREAK_UNROLL
-      for (int pk = 0; pk < PK; ++pk) {
-        r.p[pk][0] = be.pack_bf16x2_rne(r.s[2 * pk][0], r.s[2 * pk][1]);
-        r.p[pk][1] = be.pack_bf16x2_rne(r.s[2 * pk][2], r.s[2 * pk][3]);
-        r.p[pk][2] = be.pack_bf16x2_rne(r.s[2 * pk + 1][0], r.s[2 * pk + 1][1]);
-        r.p[pk][3] = be.pack_bf16x2_rne(r.s[2 * pk + 1][2], r.s[2 * pk + 1][3]);
-      }
+      c_to_a_bf16<Be, NB>(r.p, r.s);
     });
 
     // O += P V: per element, the chain over the 16-key chunks of the tile, in order.
@@ -698,20 +737,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     }
   });
 
-  // Probe: the threads' counters merged in thread order by thread 0.
-  if constexpr (Probe::enabled) {
-    auto* sc = reinterpret_cast<probe::head_counters*>(be.smem() + 4 * BC * D);
-    be.sync();
-    be.for_threads([&](int tid) { sc[tid] = regs[be.slot(tid)].pr.c; });
-    be.sync();
-    be.for_threads([&](int tid) {
-      if (tid == 0) {
-        probe::head_counters sum{};
-        for (int i = 0; i < fwd_threads; ++i) sum.merge(sc[i]);
-        *block_counters = sum;
-      }
-    });
-  }
+  // Probe: the threads' counters merged in thread order by thread 0 (their own shared memory: no sync before).
+  if constexpr (Probe::enabled)
+    write_block_counters<fwd_threads>(be, reinterpret_cast<probe::head_counters*>(be.smem() + 4 * BC * D),
+                                      [&](int tid) -> const probe::head_counters& { return regs[be.slot(tid)].pr.c; },
+                                      block_counters);
 }
 
 
@@ -792,46 +822,140 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_delta_block(Be& be, const flash_args
       }
     }
   });
-  if constexpr (Probe::enabled) {
-    auto* sc = reinterpret_cast<probe::head_counters*>(be.smem());
-    be.for_threads([&](int tid) { sc[tid] = pr[be.slot(tid)].c; });
-    be.sync();
-    be.for_threads([&](int tid) {
-      if (tid == 0) {
-        probe::head_counters sum{};
-        for (int i = 0; i < bwd_threads; ++i) sum.merge(sc[i]);
-        *block_counters = sum;
-      }
-    });
-  }
+  if constexpr (Probe::enabled)
+    write_block_counters<bwd_threads>(be, reinterpret_cast<probe::head_counters*>(be.smem()),
+                                      [&](int tid) -> const probe::head_counters& { return pr[be.slot(tid)].c; },
+                                      block_counters);
 }
 
-/// Loads rows [row0, row0 + 64) of a bhsd tensor's (b, head) slice into a swizzled tile, and
-/// (optionally) 64 per-row floats.
+/// Loads rows [row0, row0 + 64) of a bhsd tensor's (b, head) slice into a swizzled tile (rows past
+/// `rows` read as zero).
 template <class Be, int D>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void load_rows(Be& be, std::uint16_t* tile, const std::uint16_t* src, int row0, int rows) {
   const int valid = rows - row0 < 64 ? rows - row0 : 64;
   be.template load_tile<64, D>(tile, src + static_cast<std::size_t>(row0) * D, valid);
 }
 
+/// Registers of one thread of a gradient kernel, per tile: the fragments, the two 64 x 64 products
+/// (S and dP in the dQ kernel, Sᵀ and dPᵀ in the dK/dV kernel; the thread's 16 rows of them) and the
+/// bf16 A fragments of P or dS (or their transposes) for the next product.
 template <int D>
-struct dkdv_regs {
+struct bwd_tile_regs {
   static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
   std::uint32_t fa[4], fa2[4];
   std::uint32_t fb[2], fb2[2];
-  float st[NB][4];   ///< Sᵀ, then Pᵀ
-  float dpt[NB][4];  ///< dPᵀ, then dSᵀ
+  float s[NB][4];   ///< S (Sᵀ), then P (Pᵀ)
+  float dp[NB][4];  ///< dP (dPᵀ), then dS (dSᵀ)
   std::uint32_t pa[PK][4];
-  float dv[DN][4];
-  float dk[DN][4];
 };
+template <int D>
+struct dkdv_regs : bwd_tile_regs<D> {
+  float dv[D / 8][4];
+  float dk[D / 8][4];
+};
+template <int D>
+struct dq_regs : bwd_tile_regs<D> {
+  float dq[D / 8][4];
+  float lse2[2], delta[2];
+};
+
+/// s = A1 B1ᵀ and dp = A2 B2ᵀ (64 x 64, f32): A1, A2 the 64 x D tiles whose rows 16 w.. the warp
+/// owns, B1, B2 the other side's 64 x D tiles. Per element the chain of mma over the 16-wide chunks of
+/// D, in order; the A fragments of a chunk once (both products), the B fragments two blocks at a time
+/// (ldmatrix.x4).
+template <class Be, int D, class R>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_products(Be& be, R* regs, const std::uint16_t* a1, const std::uint16_t* b1,
+                                                   const std::uint16_t* a2, const std::uint16_t* b2) {
+  constexpr int KC = R::KC, NB = R::NB;
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    TIEBREAK_UNROLL
+    for (int nb = 0; nb < NB; ++nb)
+      TIEBREAK_UNROLL
+      for (int j = 0; j < 4; ++j) r.s[nb][j] = r.dp[nb][j] = 0.0f;
+  });
+  TIEBREAK_UNROLL
+  for (int kc = 0; kc < KC; ++kc) {
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      be.template load_a<D>(r.fa, a1, 16 * (tid >> 5), 16 * kc, tid & 31);
+      be.template load_a<D>(r.fa2, a2, 16 * (tid >> 5), 16 * kc, tid & 31);
+    });
+    // acc[nb], acc[nb + 1] += fa(r) B for B's blocks nb and nb + 1 of tile bt, then the same for dp.
+    auto two_blocks = [&](int nb, auto fa, const std::uint16_t* bt, auto acc) {
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        be.template load_b2_nmajor<D>(r.fb, r.fb2, bt, 8 * nb, 16 * kc, tid & 31);
+      });
+      be.mma([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        return mma_frags{fa(r), r.fb, acc(r)[nb]};
+      });
+      be.mma([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        return mma_frags{fa(r), r.fb2, acc(r)[nb + 1]};
+      });
+    };
+    TIEBREAK_UNROLL
+    for (int nb = 0; nb < NB; nb += 2) {
+      two_blocks(nb, [](R& r) -> const std::uint32_t* { return r.fa; }, b1, [](R& r) -> float(&)[NB][4] { return r.s; });
+      two_blocks(nb, [](R& r) -> const std::uint32_t* { return r.fa2; }, b2, [](R& r) -> float(&)[NB][4] { return r.dp; });
+    }
+  }
+}
+
+/// acc(r) += pa B with b(k, n) = tile[16 pk + k][8 dn + n] (the 64 x D tile's rows are the k index):
+/// per element the chain over the tile's 16-row chunks, in order.
+template <class Be, int D, class R, class Acc>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_accumulate(Be& be, R* regs, const std::uint16_t* tile, Acc&& acc) {
+  TIEBREAK_UNROLL
+  for (int pk = 0; pk < R::PK; ++pk) {
+    TIEBREAK_UNROLL
+    for (int dn = 0; dn < R::DN; ++dn) {
+      be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, tile, 16 * pk, 8 * dn, tid & 31); });
+      be.mma([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        return mma_frags{r.pa[pk], r.fb, acc(r)[dn]};
+      });
+    }
+  }
+}
+
+/// Stores a gradient: the thread's accumulators acc(r) (rows row0 + 16 w + g + 8 (i >> 1), columns
+/// 8 dn + 2 t + (i & 1)), times the scale when Scaled (f32, nearest-even), rounded to bf16
+/// (nearest-even), to dst[offset(row) + column] for rows < rows; the two columns of a pair in one
+/// store (be.store2: offset(row) is a multiple of D, so the index is even).
+template <bool Scaled, class Be, int D, class R, class Acc, class Off>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std::uint16_t* dst, Off&& offset, int row0, int rows,
+                                                const flash_consts& c) {
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    TIEBREAK_UNROLL
+    for (int x = 0; x < 2; ++x) {
+      const int row = row0 + 16 * w + g + 8 * x;
+      if (row >= rows) continue;
+      std::uint16_t* out = dst + offset(row) + 2 * t;
+      TIEBREAK_UNROLL
+      for (int dn = 0; dn < R::DN; ++dn) {
+        std::uint16_t v[2];
+        TIEBREAK_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const float f = acc(r)[dn][2 * x + e];
+          v[e] = f32_bits_to_bf16_rne(f32_to_bits(Scaled ? f32::mul_rn(f, c.scale) : f));
+        }
+        be.store2(out + 8 * dn, v[0], v[1]);
+      }
+    }
+  });
+}
 
 /// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh).
 template <class Be, int D, score_scaling Sc>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
                                                        int kb) {
   using R = dkdv_regs<D>;
-  constexpr int KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK;
+  constexpr int NB = R::NB, DN = R::DN;
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int k0 = kb * bwd_rows;
@@ -874,50 +998,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       be.template wait<0>();
       be.sync();
       // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ.
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb)
-          TIEBREAK_UNROLL
-          for (int j = 0; j < 4; ++j) r.st[nb][j] = r.dpt[nb][j] = 0.0f;
-      });
-      TIEBREAK_UNROLL
-      for (int kc = 0; kc < KC; ++kc) {
-        // The A fragments of the chunk once (both products), then the B fragments two key/query
-        // blocks at a time (ldmatrix.x4): per accumulator the same chain of mma over kc, in order.
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_a<D>(r.fa, ks, 16 * (tid >> 5), 16 * kc, tid & 31);
-          be.template load_a<D>(r.fa2, vs, 16 * (tid >> 5), 16 * kc, tid & 31);
-        });
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; nb += 2) {
-          be.for_threads([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            be.template load_b2_nmajor<D>(r.fb, r.fb2, qs, 8 * nb, 16 * kc, tid & 31);
-          });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa, r.fb, r.st[nb]};
-          });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa, r.fb2, r.st[nb + 1]};
-          });
-          be.for_threads([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            be.template load_b2_nmajor<D>(r.fb, r.fb2, dos, 8 * nb, 16 * kc, tid & 31);
-          });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa2, r.fb, r.dpt[nb]};
-          });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa2, r.fb2, r.dpt[nb + 1]};
-          });
-        }
-      }
+      bwd_products<Be, D>(be, regs, ks, qs, vs, dos);
       // Pᵀ and dSᵀ (row = key, column = query).
       be.for_threads([&](int tid) {
         R& r = regs[be.slot(tid)];
@@ -929,90 +1010,36 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
             const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
             const bool vis = all_vis || (key < seq_k && row < seq_q &&
                                          a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
-            const float p = recompute_p<Sc>(r.st[nb][i], lse2s[qc], vis, c);
-            r.st[nb][i] = p;
-            r.dpt[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dpt[nb][i], deltas[qc]));
+            const float p = recompute_p<Sc>(r.s[nb][i], lse2s[qc], vis, c);
+            r.s[nb][i] = p;
+            r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltas[qc]));
           }
         }
-        TIEBREAK_UNROLL
-        for (int pk = 0; pk < PK; ++pk) {
-          r.pa[pk][0] = be.pack_bf16x2_rne(r.st[2 * pk][0], r.st[2 * pk][1]);
-          r.pa[pk][1] = be.pack_bf16x2_rne(r.st[2 * pk][2], r.st[2 * pk][3]);
-          r.pa[pk][2] = be.pack_bf16x2_rne(r.st[2 * pk + 1][0], r.st[2 * pk + 1][1]);
-          r.pa[pk][3] = be.pack_bf16x2_rne(r.st[2 * pk + 1][2], r.st[2 * pk + 1][3]);
-        }
+        c_to_a_bf16<Be, NB>(r.pa, r.s);
       });
       // dV += Pᵀ dO.
-      TIEBREAK_UNROLL
-      for (int pk = 0; pk < PK; ++pk) {
-        TIEBREAK_UNROLL
-        for (int dn = 0; dn < DN; ++dn) {
-          be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, dos, 16 * pk, 8 * dn, tid & 31); });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.pa[pk], r.fb, r.dv[dn]};
-          });
-        }
-      }
+      bwd_accumulate<Be, D>(be, regs, dos, [](R& r) -> float(&)[DN][4] { return r.dv; });
       be.for_threads([&](int tid) {
         R& r = regs[be.slot(tid)];
-        TIEBREAK_UNROLL
-        for (int pk = 0; pk < PK; ++pk) {
-          r.pa[pk][0] = be.pack_bf16x2_rne(r.dpt[2 * pk][0], r.dpt[2 * pk][1]);
-          r.pa[pk][1] = be.pack_bf16x2_rne(r.dpt[2 * pk][2], r.dpt[2 * pk][3]);
-          r.pa[pk][2] = be.pack_bf16x2_rne(r.dpt[2 * pk + 1][0], r.dpt[2 * pk + 1][1]);
-          r.pa[pk][3] = be.pack_bf16x2_rne(r.dpt[2 * pk + 1][2], r.dpt[2 * pk + 1][3]);
-        }
+        c_to_a_bf16<Be, NB>(r.pa, r.dp);
       });
       // dK += dSᵀ Q.
-      TIEBREAK_UNROLL
-      for (int pk = 0; pk < PK; ++pk) {
-        TIEBREAK_UNROLL
-        for (int dn = 0; dn < DN; ++dn) {
-          be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, qs, 16 * pk, 8 * dn, tid & 31); });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.pa[pk], r.fb, r.dk[dn]};
-          });
-        }
-      }
+      bwd_accumulate<Be, D>(be, regs, qs, [](R& r) -> float(&)[DN][4] { return r.dk; });
     }
   }
   be.commit();  // nothing left in flight when no query tile saw these keys
   be.template wait<0>();
-  be.for_threads([&](int tid) {
-    R& r = regs[be.slot(tid)];
-    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-    TIEBREAK_UNROLL
-    for (int dn = 0; dn < DN; ++dn) {
-      TIEBREAK_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const int key = k0 + 16 * w + g + 8 * (i >> 1), col = 8 * dn + 2 * t + (i & 1);
-        if (key >= seq_k) continue;
-        a.t.dv[sh.v_offset(b, kvh, key) + col] = f32_bits_to_bf16_rne(f32_to_bits(r.dv[dn][i]));
-        a.t.dk[sh.k_offset(b, kvh, key) + col] = f32_bits_to_bf16_rne(f32_to_bits(f32::mul_rn(r.dk[dn][i], c.scale)));
-      }
-    }
-  });
+  bwd_store<false, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dv; }, a.t.dv,
+                          [&](int key) { return sh.v_offset(b, kvh, key); }, k0, seq_k, c);
+  bwd_store<true, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dk; }, a.t.dk,
+                         [&](int key) { return sh.k_offset(b, kvh, key); }, k0, seq_k, c);
 }
-
-template <int D>
-struct dq_regs {
-  static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
-  std::uint32_t fa[4], fa2[4];
-  std::uint32_t fb[2], fb2[2];
-  float s[NB][4];   ///< S, then P
-  float dp[NB][4];  ///< dP, then dS
-  std::uint32_t pa[PK][4];
-  float dq[DN][4];
-  float lse2[2], delta[2];
-};
 
 /// dQ of query rows [qt·64, qt·64 + 64) of (b, h).
 template <class Be, int D, score_scaling Sc>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a, const flash_consts& c, int b, int h, int qt) {
   using R = dq_regs<D>;
-  constexpr int KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK;
+  constexpr int NB = R::NB, DN = R::DN;
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
@@ -1051,50 +1078,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     be.commit();
     be.template wait<0>();
     be.sync();
-    be.for_threads([&](int tid) {
-      R& r = regs[be.slot(tid)];
-      TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; ++nb)
-        TIEBREAK_UNROLL
-        for (int j = 0; j < 4; ++j) r.s[nb][j] = r.dp[nb][j] = 0.0f;
-    });
-    TIEBREAK_UNROLL
-    for (int kc = 0; kc < KC; ++kc) {
-      // The A fragments of the chunk once (both products), then the B fragments two key/query
-      // blocks at a time (ldmatrix.x4): per accumulator the same chain of mma over kc, in order.
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        be.template load_a<D>(r.fa, qs, 16 * (tid >> 5), 16 * kc, tid & 31);
-        be.template load_a<D>(r.fa2, dos, 16 * (tid >> 5), 16 * kc, tid & 31);
-      });
-      TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; nb += 2) {
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_b2_nmajor<D>(r.fb, r.fb2, ks, 8 * nb, 16 * kc, tid & 31);
-        });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa, r.fb, r.s[nb]};
-        });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa, r.fb2, r.s[nb + 1]};
-        });
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_b2_nmajor<D>(r.fb, r.fb2, vs, 8 * nb, 16 * kc, tid & 31);
-        });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa2, r.fb, r.dp[nb]};
-        });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa2, r.fb2, r.dp[nb + 1]};
-        });
-      }
-    }
+    // S = Q Kᵀ and dP = dO Vᵀ.
+    bwd_products<Be, D>(be, regs, qs, ks, dos, vs);
+    // P and dS.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -1109,42 +1095,15 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
           r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
         }
       }
-      TIEBREAK_UNROLL
-      for (int pk = 0; pk < PK; ++pk) {
-        r.pa[pk][0] = be.pack_bf16x2_rne(r.dp[2 * pk][0], r.dp[2 * pk][1]);
-        r.pa[pk][1] = be.pack_bf16x2_rne(r.dp[2 * pk][2], r.dp[2 * pk][3]);
-        r.pa[pk][2] = be.pack_bf16x2_rne(r.dp[2 * pk + 1][0], r.dp[2 * pk + 1][1]);
-        r.pa[pk][3] = be.pack_bf16x2_rne(r.dp[2 * pk + 1][2], r.dp[2 * pk + 1][3]);
-      }
+      c_to_a_bf16<Be, NB>(r.pa, r.dp);
     });
     // dQ += dS K.
-    TIEBREAK_UNROLL
-    for (int pk = 0; pk < PK; ++pk) {
-      TIEBREAK_UNROLL
-      for (int dn = 0; dn < DN; ++dn) {
-        be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, ks, 16 * pk, 8 * dn, tid & 31); });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.pa[pk], r.fb, r.dq[dn]};
-        });
-      }
-    }
+    bwd_accumulate<Be, D>(be, regs, ks, [](R& r) -> float(&)[DN][4] { return r.dq; });
   }
   be.commit();  // nothing left in flight when the rows see no key
   be.template wait<0>();
-  be.for_threads([&](int tid) {
-    R& r = regs[be.slot(tid)];
-    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-    TIEBREAK_UNROLL
-    for (int dn = 0; dn < DN; ++dn) {
-      TIEBREAK_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const int row = q0 + 16 * w + g + 8 * (i >> 1), col = 8 * dn + 2 * t + (i & 1);
-        if (row >= seq_q) continue;
-        a.t.dq[sh.q_offset(b, h, row) + col] = f32_bits_to_bf16_rne(f32_to_bits(f32::mul_rn(r.dq[dn][i], c.scale)));
-      }
-    }
-  });
+  bwd_store<true, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dq; }, a.t.dq,
+                         [&](int row) { return sh.q_offset(b, h, row); }, q0, seq_q, c);
 }
 
 }  // namespace tiebreak::attn

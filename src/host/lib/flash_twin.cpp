@@ -170,16 +170,6 @@ void parallel_blocks(std::size_t n, unsigned threads, Job job) {
   if (err) std::rethrow_exception(err);
 }
 
-/// Adds the per-block counters of each (batch, head), in block order, to the caller's table.
-void merge_counters(const attn::flash_args& a, const std::vector<probe::head_counters>& blocks, std::size_t per_head) {
-  const std::size_t bh = a.prob.shape.batch * a.prob.shape.heads;
-  for (std::size_t i = 0; i < bh; ++i) {
-    probe::head_counters sum{};
-    for (std::size_t j = 0; j < per_head; ++j) sum.merge(blocks[i * per_head + j]);
-    a.counters[i].merge(sum);
-  }
-}
-
 template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe>
 void forward_impl(const attn::flash_args& a, unsigned threads) {
   const attn::flash_consts c = attn::make_consts(a);
@@ -195,7 +185,7 @@ void forward_impl(const attn::flash_args& a, unsigned threads) {
         be, a, c, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads), static_cast<int>(qt),
         Probe::enabled ? &partial[i] : nullptr);
   });
-  if constexpr (Probe::enabled) merge_counters(a, partial, n_qt);
+  if constexpr (Probe::enabled) attn::merge_block_counters(a, partial.data(), n_qt);
 }
 
 template <int D, attn::out_mode M, attn::score_scaling Sc>
@@ -232,7 +222,7 @@ void delta_impl(const attn::flash_args& a, unsigned threads) {
         be, a, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads), static_cast<int>(i % per_head),
         Probe::enabled ? &partial[i] : nullptr);
   });
-  if constexpr (Probe::enabled) merge_counters(a, partial, per_head);
+  if constexpr (Probe::enabled) attn::merge_block_counters(a, partial.data(), per_head);
 }
 
 template <attn::out_mode M>
