@@ -19,7 +19,10 @@
 ///                         v = op(v, v^1); v = op(v, v^2); f(tid) gives the thread's value
 ///   be.load_tile<R, C>(dst, src, valid_rows)   R x C bf16 rows from global into the swizzled shared
 ///                         tile (rows >= valid_rows are zero); async on the device, then
-///   be.commit(), be.wait<N>()                   cp.async.commit_group / wait_group N
+///   be.load_floats<N>(dst, src, valid)         N floats from global into shared memory (elements
+///                         >= valid are zero); async on the device, in the same group
+///   be.commit(), be.wait<N>()                   cp.async.commit_group / wait_group N: a thread's own
+///                         copies are visible to it after the wait, everyone's after the next sync()
 ///   be.smem()             the block's shared memory
 ///   be.store2(p, lo, hi)  p[0] = lo, p[1] = hi for bf16 encodings or floats (p even-indexed: one
 ///                         aligned 4- or 8-byte store on the device)
@@ -763,9 +766,11 @@ inline constexpr int bwd_rows = 16 * bwd_warps;  ///< query rows per dQ block, k
 inline constexpr int bwd_tile = 64;              ///< the other side's tile
 static_assert(bwd_rows == 64 && bwd_tile == 64, "tile_all_visible assumes 64 x 64 tiles");
 
-/// Shared memory of the dK/dV and dQ kernels: four bf16 tiles of 64 x D and two rows of 64 floats.
+/// Shared memory of the dK/dV and dQ kernels: six bf16 tiles of 64 x D (the block's own two, and the
+/// two it streams, double-buffered) and four rows of 64 floats (dK/dV: lse2 and delta, double-buffered).
+/// D = 128: 99 328 bytes, two blocks per SM (the registers allow no more).
 template <int D>
-inline constexpr std::size_t bwd_smem_bytes = std::size_t{4} * 64 * D * 2 + 2 * 64 * 4;
+inline constexpr std::size_t bwd_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4;
 /// Shared memory of the delta kernel (probed): one head_counters per thread.
 inline constexpr std::size_t delta_smem_bytes = sizeof(probe::head_counters) * bwd_threads;
 
@@ -950,25 +955,43 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std:
   });
 }
 
-/// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh).
+/// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh). K and V stay in shared memory;
+/// the steps run over the heads of the group and, per head, the query tiles from the first that sees
+/// these keys, in that order; step i's Q and dO tiles (and its rows' lse2 and delta) sit in buffer
+/// i & 1, and step i + 1's are copied while step i computes.
 template <class Be, int D, score_scaling Sc>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
                                                        int kb) {
   using R = dkdv_regs<D>;
-  constexpr int NB = R::NB, DN = R::DN;
+  constexpr int NB = R::NB, DN = R::DN, T = 64 * D;
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int k0 = kb * bwd_rows;
   std::uint16_t* ks = be.smem();
-  std::uint16_t* vs = ks + 64 * D;
-  std::uint16_t* qs = vs + 64 * D;
-  std::uint16_t* dos = qs + 64 * D;
-  float* lse2s = reinterpret_cast<float*>(dos + 64 * D);
-  float* deltas = lse2s + 64;
+  std::uint16_t* vs = ks + T;
+  std::uint16_t* qs = vs + T;       // [2][64][D]
+  std::uint16_t* dos = qs + 2 * T;  // [2][64][D]
+  float* lse2s = reinterpret_cast<float*>(dos + 2 * T);  // [2][64]
+  float* deltas = lse2s + 2 * 64;                        // [2][64]
   R regs[Be::slots];
+
+  const int first_row = static_cast<int>(a.prob.first_visible_row(static_cast<std::size_t>(k0 < seq_k ? k0 : seq_k - 1)));
+  const int qt0 = first_row / bwd_tile, n_qt = (seq_q + bwd_tile - 1) / bwd_tile;
+  const int h0 = static_cast<int>(sh.q_head(static_cast<std::size_t>(kvh), 0)), h_end = h0 + static_cast<int>(sh.group());
+  // Step (h, qt): the Q and dO tiles of query tile qt of head h, and its rows' LSE and delta (raw),
+  // into buffer buf (cp.async; rows past seq_q read as zero).
+  auto load_step = [&](int h, int qt, int buf) {
+    const int q0 = qt * bwd_tile;
+    load_rows<Be, D>(be, qs + buf * T, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
+    load_rows<Be, D>(be, dos + buf * T, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+    be.template load_floats<64>(lse2s + 64 * buf, a.t.lse + sh.q_row(b, h, q0), seq_q - q0);
+    be.template load_floats<64>(deltas + 64 * buf, a.t.delta + sh.q_row(b, h, q0), seq_q - q0);
+  };
 
   load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
   load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
+  if (qt0 < n_qt) load_step(h0, qt0, 0);
+  be.commit();  // K, V and the first step's tiles
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     TIEBREAK_UNROLL
@@ -976,70 +999,72 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       TIEBREAK_UNROLL
       for (int j = 0; j < 4; ++j) r.dv[i][j] = r.dk[i][j] = 0.0f;
   });
-  const int first_row = static_cast<int>(a.prob.first_visible_row(static_cast<std::size_t>(k0 < seq_k ? k0 : seq_k - 1)));
-  const int qt0 = first_row / bwd_tile, n_qt = (seq_q + bwd_tile - 1) / bwd_tile;
-  const int group = static_cast<int>(sh.group());
-  for (int gh = 0; gh < group; ++gh) {
-    const int h = static_cast<int>(sh.q_head(static_cast<std::size_t>(kvh), static_cast<std::size_t>(gh)));
-    for (int qt = qt0; qt < n_qt; ++qt) {
-      const int q0 = qt * bwd_tile;
-      const bool all_vis = tile_all_visible(a.prob, q0, k0);
-      be.sync();  // the previous tile is consumed
-      load_rows<Be, D>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
-      load_rows<Be, D>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  for (int h = h0, qt = qt0, buf = 0; qt < n_qt; buf ^= 1) {
+    const int nh = qt + 1 < n_qt ? h : h + 1, nqt = qt + 1 < n_qt ? qt + 1 : qt0;
+    const int q0 = qt * bwd_tile;
+    // This step's copies are the only ones in flight; a thread's own are visible to it after the
+    // wait: threads < 64 turn their row's LSE into lse2 in place (+Inf past seq_q: P = 0). After the
+    // barrier all of buffer buf is visible, and every thread is done with the previous step, so
+    // buffer buf ^ 1 can be refilled while this step computes.
+    be.template wait<0>();
+    be.for_threads([&](int tid) {
+      if (tid < 64) lse2s[64 * buf + tid] = q0 + tid < seq_q ? lse_log2(lse2s[64 * buf + tid]) : f32::inf;
+    });
+    be.sync();
+    if (nh < h_end) {
+      load_step(nh, nqt, buf ^ 1);
       be.commit();
-      be.for_threads([&](int tid) {
-        if (tid < 64) {
-          const int row = q0 + tid;
-          lse2s[tid] = row < seq_q ? lse_log2(a.t.lse[sh.q_row(b, h, row)]) : f32::inf;
-          deltas[tid] = row < seq_q ? a.t.delta[sh.q_row(b, h, row)] : 0.0f;
-        }
-      });
-      be.template wait<0>();
-      be.sync();
-      // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ.
-      bwd_products<Be, D>(be, regs, ks, qs, vs, dos);
-      // Pᵀ and dSᵀ (row = key, column = query).
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb) {
-          TIEBREAK_UNROLL
-          for (int i = 0; i < 4; ++i) {
-            const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
-            const bool vis = all_vis || (key < seq_k && row < seq_q &&
-                                         a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
-            const float p = recompute_p<Sc>(r.s[nb][i], lse2s[qc], vis, c);
-            r.s[nb][i] = p;
-            r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltas[qc]));
-          }
-        }
-        c_to_a_bf16<Be, NB>(r.pa, r.s);
-      });
-      // dV += Pᵀ dO.
-      bwd_accumulate<Be, D>(be, regs, dos, [](R& r) -> float(&)[DN][4] { return r.dv; });
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        c_to_a_bf16<Be, NB>(r.pa, r.dp);
-      });
-      // dK += dSᵀ Q.
-      bwd_accumulate<Be, D>(be, regs, qs, [](R& r) -> float(&)[DN][4] { return r.dk; });
     }
+    const bool all_vis = tile_all_visible(a.prob, q0, k0);
+    const int sel = buf * T;  // the buffers as constant offsets from the base (fewer address registers)
+    const std::uint16_t* qb = be.smem() + (2 * T + sel);
+    const std::uint16_t* dob = be.smem() + (4 * T + sel);
+    const float* lse2b = lse2s + 64 * buf;
+    const float* deltab = deltas + 64 * buf;
+    // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ.
+    bwd_products<Be, D>(be, regs, ks, qb, vs, dob);
+    // Pᵀ and dSᵀ (row = key, column = query).
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+      TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; ++nb) {
+        TIEBREAK_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
+          const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                       a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
+          const float p = recompute_p<Sc>(r.s[nb][i], lse2b[qc], vis, c);
+          r.s[nb][i] = p;
+          r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltab[qc]));
+        }
+      }
+      c_to_a_bf16<Be, NB>(r.pa, r.s);
+    });
+    // dV += Pᵀ dO.
+    bwd_accumulate<Be, D>(be, regs, dob, [](R& r) -> float(&)[DN][4] { return r.dv; });
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      c_to_a_bf16<Be, NB>(r.pa, r.dp);
+    });
+    // dK += dSᵀ Q.
+    bwd_accumulate<Be, D>(be, regs, qb, [](R& r) -> float(&)[DN][4] { return r.dk; });
+    h = nh;
+    qt = nh < h_end ? nqt : n_qt;
   }
-  be.commit();  // nothing left in flight when no query tile saw these keys
-  be.template wait<0>();
+  be.template wait<0>();  // nothing left in flight when no query tile saw these keys
   bwd_store<false, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dv; }, a.t.dv,
                           [&](int key) { return sh.v_offset(b, kvh, key); }, k0, seq_k, c);
   bwd_store<true, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dk; }, a.t.dk,
                          [&](int key) { return sh.k_offset(b, kvh, key); }, k0, seq_k, c);
 }
 
-/// dQ of query rows [qt·64, qt·64 + 64) of (b, h).
+/// dQ of query rows [qt·64, qt·64 + 64) of (b, h). Q and dO stay in shared memory; key tile kt's K
+/// and V sit in buffer kt & 1, and tile kt + 1's are copied while kt computes.
 template <class Be, int D, score_scaling Sc>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a, const flash_consts& c, int b, int h, int qt) {
   using R = dq_regs<D>;
-  constexpr int NB = R::NB, DN = R::DN;
+  constexpr int NB = R::NB, DN = R::DN, T = 64 * D;
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
@@ -1048,13 +1073,20 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
   const int keys = static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(last_row)));
   const int tiles = (keys + bwd_tile - 1) / bwd_tile;
   std::uint16_t* qs = be.smem();
-  std::uint16_t* dos = qs + 64 * D;
-  std::uint16_t* ks = dos + 64 * D;
-  std::uint16_t* vs = ks + 64 * D;
+  std::uint16_t* dos = qs + T;
+  std::uint16_t* ks = dos + T;     // [2][64][D]
+  std::uint16_t* vs = ks + 2 * T;  // [2][64][D]
   R regs[Be::slots];
+  // The K and V tiles of key tile kt into buffer buf (cp.async).
+  auto load_step = [&](int kt, int buf) {
+    load_rows<Be, D>(be, ks + buf * T, a.t.k + sh.k_offset(b, kvh, 0), kt * bwd_tile, seq_k);
+    load_rows<Be, D>(be, vs + buf * T, a.t.v + sh.v_offset(b, kvh, 0), kt * bwd_tile, seq_k);
+  };
 
   load_rows<Be, D>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
   load_rows<Be, D>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  if (tiles > 0) load_step(0, 0);
+  be.commit();  // Q, dO and the first key tile
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     const int lane = tid & 31, w = tid >> 5, g = lane >> 2;
@@ -1070,16 +1102,21 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     }
   });
   for (int kt = 0; kt < tiles; ++kt) {
-    const int k0 = kt * bwd_tile;
+    const int k0 = kt * bwd_tile, buf = kt & 1;
     const bool all_vis = tile_all_visible(a.prob, q0, k0);
-    be.sync();
-    load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
-    load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
-    be.commit();
+    // As in flash_dkdv_block: this tile's copies are the only ones in flight; after the barrier they
+    // are visible and every thread is done with tile kt − 1, whose buffer is refilled at once.
     be.template wait<0>();
     be.sync();
+    if (kt + 1 < tiles) {
+      load_step(kt + 1, buf ^ 1);
+      be.commit();
+    }
+    const int sel = buf * T;  // the buffers as constant offsets from the base (fewer address registers)
+    const std::uint16_t* kb = be.smem() + (2 * T + sel);
+    const std::uint16_t* vb = be.smem() + (4 * T + sel);
     // S = Q Kᵀ and dP = dO Vᵀ.
-    bwd_products<Be, D>(be, regs, qs, ks, dos, vs);
+    bwd_products<Be, D>(be, regs, qs, kb, dos, vb);
     // P and dS.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
@@ -1098,10 +1135,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
       c_to_a_bf16<Be, NB>(r.pa, r.dp);
     });
     // dQ += dS K.
-    bwd_accumulate<Be, D>(be, regs, ks, [](R& r) -> float(&)[DN][4] { return r.dq; });
+    bwd_accumulate<Be, D>(be, regs, kb, [](R& r) -> float(&)[DN][4] { return r.dq; });
   }
-  be.commit();  // nothing left in flight when the rows see no key
-  be.template wait<0>();
+  be.template wait<0>();  // nothing left in flight when the rows see no key
   bwd_store<true, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dq; }, a.t.dq,
                          [&](int row) { return sh.q_offset(b, h, row); }, q0, seq_q, c);
 }

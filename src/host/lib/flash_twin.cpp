@@ -54,6 +54,10 @@ struct twin_backend {
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) dst[attn::swz<C>(r, c)] = r < valid ? src[static_cast<std::size_t>(r) * C + c] : 0;
   }
+  template <int N>
+  void load_floats(float* dst, const float* src, int valid) {
+    for (int i = 0; i < N; ++i) dst[i] = i < valid ? src[i] : 0.0f;
+  }
   template <int C>
   static void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0, int lane) {
     attn::load_a<C>(a, tile, row0, col0, lane);
