@@ -967,12 +967,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int k0 = kb * bwd_rows;
+  constexpr int QS = 2 * T, DOS = 4 * T;  // the streamed tiles' offsets in be.smem(), [2][64][D] each
   std::uint16_t* ks = be.smem();
   std::uint16_t* vs = ks + T;
-  std::uint16_t* qs = vs + T;       // [2][64][D]
-  std::uint16_t* dos = qs + 2 * T;  // [2][64][D]
-  float* lse2s = reinterpret_cast<float*>(dos + 2 * T);  // [2][64]
-  float* deltas = lse2s + 2 * 64;                        // [2][64]
+  std::uint16_t* qs = be.smem() + QS;
+  std::uint16_t* dos = be.smem() + DOS;
+  float* lse2s = reinterpret_cast<float*>(be.smem() + 6 * T);  // [2][64]
+  float* deltas = lse2s + 2 * 64;                              // [2][64]
   R regs[Be::slots];
 
   const int first_row = static_cast<int>(a.prob.first_visible_row(static_cast<std::size_t>(k0 < seq_k ? k0 : seq_k - 1)));
@@ -1017,8 +1018,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     }
     const bool all_vis = tile_all_visible(a.prob, q0, k0);
     const int sel = buf * T;  // the buffers as constant offsets from the base (fewer address registers)
-    const std::uint16_t* qb = be.smem() + (2 * T + sel);
-    const std::uint16_t* dob = be.smem() + (4 * T + sel);
+    const std::uint16_t* qb = be.smem() + (QS + sel);
+    const std::uint16_t* dob = be.smem() + (DOS + sel);
     const float* lse2b = lse2s + 64 * buf;
     const float* deltab = deltas + 64 * buf;
     // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ.
@@ -1072,10 +1073,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
   const int last_row = (q0 + bwd_rows < seq_q ? q0 + bwd_rows : seq_q) - 1;
   const int keys = static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(last_row)));
   const int tiles = (keys + bwd_tile - 1) / bwd_tile;
+  constexpr int KS = 2 * T, VS = 4 * T;  // the streamed tiles' offsets in be.smem(), [2][64][D] each
   std::uint16_t* qs = be.smem();
   std::uint16_t* dos = qs + T;
-  std::uint16_t* ks = dos + T;     // [2][64][D]
-  std::uint16_t* vs = ks + 2 * T;  // [2][64][D]
+  std::uint16_t* ks = be.smem() + KS;
+  std::uint16_t* vs = be.smem() + VS;
   R regs[Be::slots];
   // The K and V tiles of key tile kt into buffer buf (cp.async).
   auto load_step = [&](int kt, int buf) {
@@ -1113,8 +1115,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
       be.commit();
     }
     const int sel = buf * T;  // the buffers as constant offsets from the base (fewer address registers)
-    const std::uint16_t* kb = be.smem() + (2 * T + sel);
-    const std::uint16_t* vb = be.smem() + (4 * T + sel);
+    const std::uint16_t* kb = be.smem() + (KS + sel);
+    const std::uint16_t* vb = be.smem() + (VS + sel);
     // S = Q Kᵀ and dP = dO Vᵀ.
     bwd_products<Be, D>(be, regs, qs, kb, dos, vb);
     // P and dS.
