@@ -51,12 +51,6 @@ void delta(const attn::flash_args& a, cudaStream_t st) {
   if constexpr (Probe::enabled) detail::add_block_counters(a, partial.data(), static_cast<std::size_t>(per_head), check);
 }
 
-template <attn::out_mode M>
-void delta_probe(const attn::flash_args& a, cudaStream_t st) {
-  if (a.counters) delta<M, attn::thread_counting_probe>(a, st);
-  else delta<M, probe::no_probe>(a, st);
-}
-
 template <int D, attn::score_scaling Sc>
 void gradients(const attn::flash_args& a, cudaStream_t st) {
   const auto& s = a.prob.shape;
@@ -83,16 +77,8 @@ void attention_backward(const attn::flash_args& a, void* stream) {
   if (a.prob.shape.batch * a.prob.shape.heads > 65535)
     throw std::invalid_argument("tiebreak::gpu::attention_backward: batch * heads must be at most 65535");
   const auto st = static_cast<cudaStream_t>(stream);
-  if (a.opt.mode == attn::out_mode::fp32) delta_probe<attn::out_mode::fp32>(a, st);
-  else delta_probe<attn::out_mode::bf16>(a, st);
-  const bool unfused = a.opt.scaling == attn::score_scaling::unfused;
-  if (a.prob.shape.dim == 64) {
-    if (unfused) gradients<64, attn::score_scaling::unfused>(a, st);
-    else gradients<64, attn::score_scaling::fused>(a, st);
-  } else {
-    if (unfused) gradients<128, attn::score_scaling::unfused>(a, st);
-    else gradients<128, attn::score_scaling::fused>(a, st);
-  }
+  attn::dispatch_delta(a, [&]<attn::out_mode M, class Probe>() { delta<M, Probe>(a, st); });
+  attn::dispatch_gradients(a, [&]<int D, attn::score_scaling Sc>() { gradients<D, Sc>(a, st); });
 }
 
 }  // namespace tiebreak::gpu

@@ -1144,4 +1144,67 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
                          [&](int row) { return sh.q_offset(b, h, row); }, q0, seq_q, c);
 }
 
+// --- which instantiation a call runs ---------------------------------------------------------------
+// The launchers (cuda/attention) and the twin (src/host) map a call's runtime options to template
+// arguments through these, so that both run the same instantiation for the same call. Host only;
+// precondition: flash_check(a, ...) == ok. f is a lambda with template parameters, called as
+// f.template operator()<...>().
+
+namespace dispatch_detail {
+template <int D, out_mode M, score_scaling Sc, class F>
+void forward_by_probe(const flash_args& a, F& f) {
+  if (a.counters) f.template operator()<D, M, Sc, thread_counting_probe>();
+  else f.template operator()<D, M, Sc, probe::no_probe>();
+}
+template <int D, out_mode M, class F>
+void forward_by_scaling(const flash_args& a, F& f) {
+  if (a.opt.scaling == score_scaling::unfused) forward_by_probe<D, M, score_scaling::unfused>(a, f);
+  else forward_by_probe<D, M, score_scaling::fused>(a, f);
+}
+template <int D, class F>
+void forward_by_mode(const flash_args& a, F& f) {
+  switch (a.opt.mode) {
+    case out_mode::bf16: return forward_by_scaling<D, out_mode::bf16>(a, f);
+    case out_mode::fp32: return forward_by_scaling<D, out_mode::fp32>(a, f);
+    case out_mode::debias: return forward_by_scaling<D, out_mode::debias>(a, f);
+    case out_mode::stochastic: return forward_by_scaling<D, out_mode::stochastic>(a, f);
+  }
+}
+}  // namespace dispatch_detail
+
+/// The forward pass: f<D, Mode, Sc, Probe>() with D = dim, the mode and scaling of a.opt, and
+/// Probe = thread_counting_probe when a.counters is set, probe::no_probe otherwise.
+template <class F>
+void dispatch_forward(const flash_args& a, F&& f) {
+  if (a.prob.shape.dim == 64) dispatch_detail::forward_by_mode<64>(a, f);
+  else dispatch_detail::forward_by_mode<128>(a, f);
+}
+
+/// The delta kernel: f<Mode, Probe>() with Mode = fp32 in mode fp32 and bf16 otherwise (bf16,
+/// debias and stochastic store a bf16 O), Probe as for the forward pass.
+template <class F>
+void dispatch_delta(const flash_args& a, F&& f) {
+  const bool probed = a.counters != nullptr;
+  if (a.opt.mode == out_mode::fp32) {
+    if (probed) f.template operator()<out_mode::fp32, thread_counting_probe>();
+    else f.template operator()<out_mode::fp32, probe::no_probe>();
+  } else {
+    if (probed) f.template operator()<out_mode::bf16, thread_counting_probe>();
+    else f.template operator()<out_mode::bf16, probe::no_probe>();
+  }
+}
+
+/// The gradient kernels: f<D, Sc>().
+template <class F>
+void dispatch_gradients(const flash_args& a, F&& f) {
+  const bool unfused = a.opt.scaling == score_scaling::unfused;
+  if (a.prob.shape.dim == 64) {
+    if (unfused) f.template operator()<64, score_scaling::unfused>();
+    else f.template operator()<64, score_scaling::fused>();
+  } else {
+    if (unfused) f.template operator()<128, score_scaling::unfused>();
+    else f.template operator()<128, score_scaling::fused>();
+  }
+}
+
 }  // namespace tiebreak::attn

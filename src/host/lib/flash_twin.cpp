@@ -192,26 +192,6 @@ void forward_impl(const attn::flash_args& a, unsigned threads) {
   if constexpr (Probe::enabled) attn::merge_block_counters(a, partial.data(), n_qt);
 }
 
-template <int D, attn::out_mode M, attn::score_scaling Sc>
-void forward_probe(const attn::flash_args& a, unsigned threads) {
-  if (a.counters) forward_impl<D, M, Sc, attn::thread_counting_probe>(a, threads);
-  else forward_impl<D, M, Sc, probe::no_probe>(a, threads);
-}
-template <int D, attn::out_mode M>
-void forward_scaling(const attn::flash_args& a, unsigned threads) {
-  if (a.opt.scaling == attn::score_scaling::unfused) forward_probe<D, M, attn::score_scaling::unfused>(a, threads);
-  else forward_probe<D, M, attn::score_scaling::fused>(a, threads);
-}
-template <int D>
-void forward_mode(const attn::flash_args& a, unsigned threads) {
-  switch (a.opt.mode) {
-    case attn::out_mode::bf16: return forward_scaling<D, attn::out_mode::bf16>(a, threads);
-    case attn::out_mode::fp32: return forward_scaling<D, attn::out_mode::fp32>(a, threads);
-    case attn::out_mode::debias: return forward_scaling<D, attn::out_mode::debias>(a, threads);
-    case attn::out_mode::stochastic: return forward_scaling<D, attn::out_mode::stochastic>(a, threads);
-  }
-}
-
 template <attn::out_mode M, class Probe>
 void delta_impl(const attn::flash_args& a, unsigned threads) {
   const auto& s = a.prob.shape;
@@ -227,12 +207,6 @@ void delta_impl(const attn::flash_args& a, unsigned threads) {
         Probe::enabled ? &partial[i] : nullptr);
   });
   if constexpr (Probe::enabled) attn::merge_block_counters(a, partial.data(), per_head);
-}
-
-template <attn::out_mode M>
-void delta_probe(const attn::flash_args& a, unsigned threads) {
-  if (a.counters) delta_impl<M, attn::thread_counting_probe>(a, threads);
-  else delta_impl<M, probe::no_probe>(a, threads);
 }
 
 template <int D, attn::score_scaling Sc>
@@ -262,24 +236,15 @@ void gradients(const attn::flash_args& a, unsigned threads) {
 
 void attention_backward(const attn::flash_args& a, unsigned threads) {
   check(a, true);
-  switch (a.opt.mode) {
-    case attn::out_mode::fp32: delta_probe<attn::out_mode::fp32>(a, threads); break;
-    default: delta_probe<attn::out_mode::bf16>(a, threads); break;  // bf16, debias, stochastic: the bf16 O
-  }
-  const bool unfused = a.opt.scaling == attn::score_scaling::unfused;
-  if (a.prob.shape.dim == 64) {
-    if (unfused) gradients<64, attn::score_scaling::unfused>(a, threads);
-    else gradients<64, attn::score_scaling::fused>(a, threads);
-  } else {
-    if (unfused) gradients<128, attn::score_scaling::unfused>(a, threads);
-    else gradients<128, attn::score_scaling::fused>(a, threads);
-  }
+  attn::dispatch_delta(a, [&]<attn::out_mode M, class Probe>() { delta_impl<M, Probe>(a, threads); });
+  attn::dispatch_gradients(a, [&]<int D, attn::score_scaling Sc>() { gradients<D, Sc>(a, threads); });
 }
 
 void attention_forward(const attn::flash_args& a, unsigned threads) {
   check(a, false);
-  if (a.prob.shape.dim == 64) forward_mode<64>(a, threads);
-  else forward_mode<128>(a, threads);
+  attn::dispatch_forward(a, [&]<int D, attn::out_mode M, attn::score_scaling Sc, class Probe>() {
+    forward_impl<D, M, Sc, Probe>(a, threads);
+  });
 }
 
 }  // namespace tiebreak::host
