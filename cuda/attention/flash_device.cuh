@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The hardware backend of attn/flash.hpp: one CUDA thread runs its own part of every phase;
-// collectives are the instructions themselves (mma.sync, shfl.sync, cp.async).
+// collectives are the instructions themselves (mma.sync, shfl.sync, cp.async). And the launchers'
+// common host step, the probe's per-block counters copied back and merged per head.
 #pragma once
 
 #include <cuda_bf16.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "tiebreak/attn/flash.hpp"
+#include "tiebreak/gpu/cuda_check.cuh"
 
 namespace tiebreak::gpu::detail {
 
@@ -40,18 +44,34 @@ struct device_backend {
     const std::uint16_t* s0 = src + static_cast<std::size_t>(row0) * C + 8 * ch;
     if (valid >= R) {  // a whole tile (every tile but the last): no row checks
 #pragma unroll
-      for (int i = 0; i < R / rpi; ++i)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d0 + unsigned(i * rpi * C * 2)),
-                     "l"(s0 + i * rpi * C));
+      for (int i = 0; i < R / rpi; ++i) copy<16>(d0 + unsigned(i * rpi * C * 2), s0 + i * rpi * C, 16);
       return;
     }
 #pragma unroll
     for (int i = 0; i < R / rpi; ++i) {
       const bool ok = row0 + i * rpi < valid;
-      const std::uint16_t* s = ok ? s0 + i * rpi * C : src;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d0 + unsigned(i * rpi * C * 2)), "l"(s),
-                   "r"(ok ? 16 : 0));
+      copy<16>(d0 + unsigned(i * rpi * C * 2), ok ? s0 + i * rpi * C : src, ok ? 16 : 0);
     }
+  }
+  /// N floats into shared memory: thread tid < N copies element tid (so that, after its wait, the
+  /// thread may read that element back); elements >= valid are zero-filled (nothing is read).
+  template <int N>
+  __device__ __forceinline__ void load_floats(float* dst, const float* src, int valid) {
+    static_assert(N <= T, "load_floats: one element per thread");
+    const int tid = static_cast<int>(threadIdx.x);
+    if (tid < N) {
+      const bool ok = tid < valid;
+      copy<4>(static_cast<unsigned>(__cvta_generic_to_shared(dst + tid)), ok ? src + tid : src, ok ? 4 : 0);
+    }
+  }
+  /// One cp.async of Bytes (16: .cg, cached in L2 only; 4: .ca, the only kind that copies 4) from
+  /// global `src` to the shared address `dst`: the first `bytes` (0 or Bytes) are read, the rest is
+  /// zero-filled.
+  template <int Bytes>
+  __device__ __forceinline__ static void copy(unsigned dst, const void* src, int bytes) {
+    static_assert(Bytes == 16 || Bytes == 4, "copy: 16 or 4 bytes");
+    if constexpr (Bytes == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
   }
   // Fragment loads with ldmatrix: lane l supplies the address of row l % 8 of matrix l / 8; each
   // matrix is 8 rows of one 16-byte chunk of the swizzled tile. Without .trans lane 4g + t receives
@@ -143,5 +163,16 @@ struct device_backend {
     v += __shfl_xor_sync(0xffffffffu, v, 2);
   }
 };
+
+/// After a probed launch (the stream synchronised): the n_heads · per_head block counters the kernel
+/// wrote to `partial` (device memory, head-major) copied back and added to a.counters per head, in
+/// block order (attn::merge_block_counters, as the twin does).
+inline void add_block_counters(const attn::flash_args& a, const probe::head_counters* partial, std::size_t per_head,
+                               const cuda_check& check) {
+  std::vector<probe::head_counters> host(a.prob.shape.batch * a.prob.shape.heads * per_head);
+  check(cudaMemcpy(host.data(), partial, host.size() * sizeof(probe::head_counters), cudaMemcpyDeviceToHost),
+        "copy counters");
+  attn::merge_block_counters(a, host.data(), per_head);
+}
 
 }  // namespace tiebreak::gpu::detail

@@ -3,7 +3,6 @@
 // (head dim, output mode, score scaling, probe), behind tiebreak::gpu::attention_forward.
 #include <cstdint>
 #include <stdexcept>
-#include <vector>
 
 #include "flash_device.cuh"
 #include "tiebreak/gpu/cuda_check.cuh"
@@ -41,36 +40,7 @@ void launch(const attn::flash_args& a, cudaStream_t stream) {
       a, attn::make_consts(a), partial.data(), n_qt);
   check(cudaGetLastError(), "launch");
   check(cudaStreamSynchronize(stream), "kernel");
-  if constexpr (Probe::enabled) {
-    std::vector<probe::head_counters> host(n_blocks);
-    check(cudaMemcpy(host.data(), partial.data(), n_blocks * sizeof(probe::head_counters), cudaMemcpyDeviceToHost),
-          "copy counters");
-    for (std::size_t i = 0; i < bh; ++i) {  // per head, in block order: the twin's order
-      probe::head_counters sum{};
-      for (int j = 0; j < n_qt; ++j) sum.merge(host[i * n_qt + j]);
-      a.counters[i].merge(sum);
-    }
-  }
-}
-
-template <int D, attn::out_mode M, attn::score_scaling Sc>
-void by_probe(const attn::flash_args& a, cudaStream_t st) {
-  if (a.counters) launch<D, M, Sc, attn::thread_counting_probe>(a, st);
-  else launch<D, M, Sc, probe::no_probe>(a, st);
-}
-template <int D, attn::out_mode M>
-void by_scaling(const attn::flash_args& a, cudaStream_t st) {
-  if (a.opt.scaling == attn::score_scaling::unfused) by_probe<D, M, attn::score_scaling::unfused>(a, st);
-  else by_probe<D, M, attn::score_scaling::fused>(a, st);
-}
-template <int D>
-void by_mode(const attn::flash_args& a, cudaStream_t st) {
-  switch (a.opt.mode) {
-    case attn::out_mode::bf16: return by_scaling<D, attn::out_mode::bf16>(a, st);
-    case attn::out_mode::fp32: return by_scaling<D, attn::out_mode::fp32>(a, st);
-    case attn::out_mode::debias: return by_scaling<D, attn::out_mode::debias>(a, st);
-    case attn::out_mode::stochastic: return by_scaling<D, attn::out_mode::stochastic>(a, st);
-  }
+  if constexpr (Probe::enabled) detail::add_block_counters(a, partial.data(), static_cast<std::size_t>(n_qt), check);
 }
 
 }  // namespace
@@ -84,8 +54,7 @@ void attention_forward(const attn::flash_args& a, void* stream) {
   const attn::flash_error e = attn::flash_check(a, false);
   if (e != attn::flash_error::ok) throw std::invalid_argument(attn::error_text(e));
   const auto st = static_cast<cudaStream_t>(stream);
-  if (a.prob.shape.dim == 64) by_mode<64>(a, st);
-  else by_mode<128>(a, st);
+  attn::dispatch_forward(a, [&]<int D, attn::out_mode M, attn::score_scaling Sc, class Probe>() { launch<D, M, Sc, Probe>(a, st); });
 }
 
 }  // namespace tiebreak::gpu

@@ -19,7 +19,10 @@
 ///                         v = op(v, v^1); v = op(v, v^2); f(tid) gives the thread's value
 ///   be.load_tile<R, C>(dst, src, valid_rows)   R x C bf16 rows from global into the swizzled shared
 ///                         tile (rows >= valid_rows are zero); async on the device, then
-///   be.commit(), be.wait<N>()                   cp.async.commit_group / wait_group N
+///   be.load_floats<N>(dst, src, valid)         N floats from global into shared memory (elements
+///                         >= valid are zero); async on the device, in the same group
+///   be.commit(), be.wait<N>()                   cp.async.commit_group / wait_group N: a thread's own
+///                         copies are visible to it after the wait, everyone's after the next sync()
 ///   be.smem()             the block's shared memory
 ///   be.store2(p, lo, hi)  p[0] = lo, p[1] = hi for bf16 encodings or floats (p even-indexed: one
 ///                         aligned 4- or 8-byte store on the device)
@@ -280,6 +283,22 @@ struct mma_frags {
   float* c;                ///< 4 accumulators, updated in place
 };
 
+/// The f32 accumulators of NB C fragments (blocks of 8 columns) as the bf16 A fragments of the
+/// next mma (NB / 2 chunks of 16 along k), each element rounded to nearest-even by the backend's
+/// pack_bf16x2_rne (cvt.rn.bf16x2.f32 on the device, fast.hpp on the host). C's c[i] of block n is
+/// (row g + 8 (i >> 1), column 8 n + 2 t + (i & 1)); A's a[r] of chunk n / 2 holds rows g + 8 (r & 1)
+/// and columns 2 t, 2 t + 1 (+ 8 (r >> 1)): so a[r] = c[2 pk + (r >> 1)][2 (r & 1)], [.. + 1].
+template <class Be, int NB>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void c_to_a_bf16(std::uint32_t (&a)[NB / 2][4], const float (&c)[NB][4]) noexcept {
+  TIEBREAK_UNROLL
+  for (int pk = 0; pk < NB / 2; ++pk)
+    TIEBREAK_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      const float(&blk)[4] = c[2 * pk + (r >> 1)];
+      a[pk][r] = Be::pack_bf16x2_rne(blk[2 * (r & 1)], blk[2 * (r & 1) + 1]);
+    }
+}
+
 /// The error of a bf16 result `r` against the f32 value `x` it was rounded from, in ulps of bf16 at
 /// r (2^(e_r − 7), e_r the exponent of r; 2^−133 for zeros and subnormals). Exact: r − x is exact in
 /// f32 (|r − x| < one bf16 ulp) and the scaling is a power of two, done in double.
@@ -307,6 +326,35 @@ struct thread_counting_probe {
   }
   TIEBREAK_FORCEINLINE TIEBREAK_HD void on_delta_error(const probe::delta_error_event& e) noexcept { c.delta_error.add(e.error()); }
 };
+
+/// Probe: the counters of the block's T threads (counters(tid)) merged in thread order by thread 0,
+/// through `sc` (T entries of shared memory no other phase uses), into *block_counters.
+template <int T, class Be, class F>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void write_block_counters(Be& be, probe::head_counters* sc, F&& counters,
+                                                           probe::head_counters* block_counters) {
+  be.for_threads([&](int tid) { sc[tid] = counters(tid); });
+  be.sync();
+  be.for_threads([&](int tid) {
+    if (tid == 0) {
+      probe::head_counters sum{};
+      for (int i = 0; i < T; ++i) sum.merge(sc[i]);
+      *block_counters = sum;
+    }
+  });
+}
+
+/// Adds the probe's per-block counters to the caller's per-head table a.counters: blocks[i · per_head
+/// + j] is block j of head i (b · heads + h), and each head's blocks are summed in block order before
+/// the sum is added, by the kernels' launchers and by the twin alike (so the double sums agree bit
+/// for bit). Host only.
+inline void merge_block_counters(const flash_args& a, const probe::head_counters* blocks, std::size_t per_head) noexcept {
+  const std::size_t bh = a.prob.shape.batch * a.prob.shape.heads;
+  for (std::size_t i = 0; i < bh; ++i) {
+    probe::head_counters sum{};
+    for (std::size_t j = 0; j < per_head; ++j) sum.merge(blocks[i * per_head + j]);
+    a.counters[i].merge(sum);
+  }
+}
 
 // --- the forward pass ----------------------------------------------------------------------------------
 
@@ -597,13 +645,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           }
         }
       }
-      TIEBREAK_UNROLL
-      for (int pk = 0; pk < PK; ++pk) {
-        r.p[pk][0] = be.pack_bf16x2_rne(r.s[2 * pk][0], r.s[2 * pk][1]);
-        r.p[pk][1] = be.pack_bf16x2_rne(r.s[2 * pk][2], r.s[2 * pk][3]);
-        r.p[pk][2] = be.pack_bf16x2_rne(r.s[2 * pk + 1][0], r.s[2 * pk + 1][1]);
-        r.p[pk][3] = be.pack_bf16x2_rne(r.s[2 * pk + 1][2], r.s[2 * pk + 1][3]);
-      }
+      c_to_a_bf16<Be, NB>(r.p, r.s);
     });
 
     // O += P V: per element, the chain over the 16-key chunks of the tile, in order.
@@ -698,20 +740,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     }
   });
 
-  // Probe: the threads' counters merged in thread order by thread 0.
-  if constexpr (Probe::enabled) {
-    auto* sc = reinterpret_cast<probe::head_counters*>(be.smem() + 4 * BC * D);
-    be.sync();
-    be.for_threads([&](int tid) { sc[tid] = regs[be.slot(tid)].pr.c; });
-    be.sync();
-    be.for_threads([&](int tid) {
-      if (tid == 0) {
-        probe::head_counters sum{};
-        for (int i = 0; i < fwd_threads; ++i) sum.merge(sc[i]);
-        *block_counters = sum;
-      }
-    });
-  }
+  // Probe: the threads' counters merged in thread order by thread 0 (their own shared memory: no sync before).
+  if constexpr (Probe::enabled)
+    write_block_counters<fwd_threads>(be, reinterpret_cast<probe::head_counters*>(be.smem() + 4 * BC * D),
+                                      [&](int tid) -> const probe::head_counters& { return regs[be.slot(tid)].pr.c; },
+                                      block_counters);
 }
 
 
@@ -733,9 +766,11 @@ inline constexpr int bwd_rows = 16 * bwd_warps;  ///< query rows per dQ block, k
 inline constexpr int bwd_tile = 64;              ///< the other side's tile
 static_assert(bwd_rows == 64 && bwd_tile == 64, "tile_all_visible assumes 64 x 64 tiles");
 
-/// Shared memory of the dK/dV and dQ kernels: four bf16 tiles of 64 x D and two rows of 64 floats.
+/// Shared memory of the dK/dV and dQ kernels: six bf16 tiles of 64 x D (the block's own two, and the
+/// two it streams, double-buffered) and four rows of 64 floats (dK/dV: lse2 and delta, double-buffered).
+/// D = 128: 99 328 bytes, two blocks per SM (the registers allow no more).
 template <int D>
-inline constexpr std::size_t bwd_smem_bytes = std::size_t{4} * 64 * D * 2 + 2 * 64 * 4;
+inline constexpr std::size_t bwd_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4;
 /// Shared memory of the delta kernel (probed): one head_counters per thread.
 inline constexpr std::size_t delta_smem_bytes = sizeof(probe::head_counters) * bwd_threads;
 
@@ -792,59 +827,172 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_delta_block(Be& be, const flash_args
       }
     }
   });
-  if constexpr (Probe::enabled) {
-    auto* sc = reinterpret_cast<probe::head_counters*>(be.smem());
-    be.for_threads([&](int tid) { sc[tid] = pr[be.slot(tid)].c; });
-    be.sync();
-    be.for_threads([&](int tid) {
-      if (tid == 0) {
-        probe::head_counters sum{};
-        for (int i = 0; i < bwd_threads; ++i) sum.merge(sc[i]);
-        *block_counters = sum;
-      }
-    });
-  }
+  if constexpr (Probe::enabled)
+    write_block_counters<bwd_threads>(be, reinterpret_cast<probe::head_counters*>(be.smem()),
+                                      [&](int tid) -> const probe::head_counters& { return pr[be.slot(tid)].c; },
+                                      block_counters);
 }
 
-/// Loads rows [row0, row0 + 64) of a bhsd tensor's (b, head) slice into a swizzled tile, and
-/// (optionally) 64 per-row floats.
+/// Loads rows [row0, row0 + 64) of a bhsd tensor's (b, head) slice into a swizzled tile (rows past
+/// `rows` read as zero).
 template <class Be, int D>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void load_rows(Be& be, std::uint16_t* tile, const std::uint16_t* src, int row0, int rows) {
   const int valid = rows - row0 < 64 ? rows - row0 : 64;
   be.template load_tile<64, D>(tile, src + static_cast<std::size_t>(row0) * D, valid);
 }
 
+/// Registers of one thread of a gradient kernel, per tile: the fragments, the two 64 x 64 products
+/// (S and dP in the dQ kernel, Sᵀ and dPᵀ in the dK/dV kernel; the thread's 16 rows of them) and the
+/// bf16 A fragments of P or dS (or their transposes) for the next product.
 template <int D>
-struct dkdv_regs {
+struct bwd_tile_regs {
   static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
   std::uint32_t fa[4], fa2[4];
   std::uint32_t fb[2], fb2[2];
-  float st[NB][4];   ///< Sᵀ, then Pᵀ
-  float dpt[NB][4];  ///< dPᵀ, then dSᵀ
+  float s[NB][4];   ///< S (Sᵀ), then P (Pᵀ)
+  float dp[NB][4];  ///< dP (dPᵀ), then dS (dSᵀ)
   std::uint32_t pa[PK][4];
-  float dv[DN][4];
-  float dk[DN][4];
+};
+template <int D>
+struct dkdv_regs : bwd_tile_regs<D> {
+  float dv[D / 8][4];
+  float dk[D / 8][4];
+};
+template <int D>
+struct dq_regs : bwd_tile_regs<D> {
+  float dq[D / 8][4];
+  float lse2[2], delta[2];
 };
 
-/// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh).
+/// s = A1 B1ᵀ and dp = A2 B2ᵀ (64 x 64, f32): A1, A2 the 64 x D tiles whose rows 16 w.. the warp
+/// owns, B1, B2 the other side's 64 x D tiles. Per element the chain of mma over the 16-wide chunks of
+/// D, in order; the A fragments of a chunk once (both products), the B fragments two blocks at a time
+/// (ldmatrix.x4).
+template <class Be, int D, class R>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_products(Be& be, R* regs, const std::uint16_t* a1, const std::uint16_t* b1,
+                                                   const std::uint16_t* a2, const std::uint16_t* b2) {
+  constexpr int KC = R::KC, NB = R::NB;
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    TIEBREAK_UNROLL
+    for (int nb = 0; nb < NB; ++nb)
+      TIEBREAK_UNROLL
+      for (int j = 0; j < 4; ++j) r.s[nb][j] = r.dp[nb][j] = 0.0f;
+  });
+  TIEBREAK_UNROLL
+  for (int kc = 0; kc < KC; ++kc) {
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      be.template load_a<D>(r.fa, a1, 16 * (tid >> 5), 16 * kc, tid & 31);
+      be.template load_a<D>(r.fa2, a2, 16 * (tid >> 5), 16 * kc, tid & 31);
+    });
+    // acc[nb], acc[nb + 1] += fa(r) B for B's blocks nb and nb + 1 of tile bt, then the same for dp.
+    auto two_blocks = [&](int nb, auto fa, const std::uint16_t* bt, auto acc) {
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        be.template load_b2_nmajor<D>(r.fb, r.fb2, bt, 8 * nb, 16 * kc, tid & 31);
+      });
+      be.mma([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        return mma_frags{fa(r), r.fb, acc(r)[nb]};
+      });
+      be.mma([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        return mma_frags{fa(r), r.fb2, acc(r)[nb + 1]};
+      });
+    };
+    TIEBREAK_UNROLL
+    for (int nb = 0; nb < NB; nb += 2) {
+      two_blocks(nb, [](R& r) -> const std::uint32_t* { return r.fa; }, b1, [](R& r) -> float(&)[NB][4] { return r.s; });
+      two_blocks(nb, [](R& r) -> const std::uint32_t* { return r.fa2; }, b2, [](R& r) -> float(&)[NB][4] { return r.dp; });
+    }
+  }
+}
+
+/// acc(r) += pa B with b(k, n) = tile[16 pk + k][8 dn + n] (the 64 x D tile's rows are the k index):
+/// per element the chain over the tile's 16-row chunks, in order.
+template <class Be, int D, class R, class Acc>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_accumulate(Be& be, R* regs, const std::uint16_t* tile, Acc&& acc) {
+  TIEBREAK_UNROLL
+  for (int pk = 0; pk < R::PK; ++pk) {
+    TIEBREAK_UNROLL
+    for (int dn = 0; dn < R::DN; ++dn) {
+      be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, tile, 16 * pk, 8 * dn, tid & 31); });
+      be.mma([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        return mma_frags{r.pa[pk], r.fb, acc(r)[dn]};
+      });
+    }
+  }
+}
+
+/// Stores a gradient: the thread's accumulators acc(r) (rows row0 + 16 w + g + 8 (i >> 1), columns
+/// 8 dn + 2 t + (i & 1)), times the scale when Scaled (f32, nearest-even), rounded to bf16
+/// (nearest-even), to dst[offset(row) + column] for rows < rows; the two columns of a pair in one
+/// store (be.store2: offset(row) is a multiple of D, so the index is even).
+template <bool Scaled, class Be, int D, class R, class Acc, class Off>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std::uint16_t* dst, Off&& offset, int row0, int rows,
+                                                const flash_consts& c) {
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    TIEBREAK_UNROLL
+    for (int x = 0; x < 2; ++x) {
+      const int row = row0 + 16 * w + g + 8 * x;
+      if (row >= rows) continue;
+      std::uint16_t* out = dst + offset(row) + 2 * t;
+      TIEBREAK_UNROLL
+      for (int dn = 0; dn < R::DN; ++dn) {
+        std::uint16_t v[2];
+        TIEBREAK_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const float f = acc(r)[dn][2 * x + e];
+          v[e] = f32_bits_to_bf16_rne(f32_to_bits(Scaled ? f32::mul_rn(f, c.scale) : f));
+        }
+        be.store2(out + 8 * dn, v[0], v[1]);
+      }
+    }
+  });
+}
+
+/// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh). K and V stay in shared memory;
+/// the steps run over the heads of the group and, per head, the query tiles from the first that sees
+/// these keys, in that order; step i's Q and dO tiles (and its rows' lse2 and delta) sit in buffer
+/// i & 1, and step i + 1's are copied while step i computes.
 template <class Be, int D, score_scaling Sc>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
                                                        int kb) {
   using R = dkdv_regs<D>;
-  constexpr int KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK;
+  constexpr int NB = R::NB, DN = R::DN, T = 64 * D;
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int k0 = kb * bwd_rows;
+  constexpr int QS = 2 * T, DOS = 4 * T;  // the streamed tiles' offsets in be.smem(), [2][64][D] each
   std::uint16_t* ks = be.smem();
-  std::uint16_t* vs = ks + 64 * D;
-  std::uint16_t* qs = vs + 64 * D;
-  std::uint16_t* dos = qs + 64 * D;
-  float* lse2s = reinterpret_cast<float*>(dos + 64 * D);
-  float* deltas = lse2s + 64;
+  std::uint16_t* vs = ks + T;
+  std::uint16_t* qs = be.smem() + QS;
+  std::uint16_t* dos = be.smem() + DOS;
+  float* lse2s = reinterpret_cast<float*>(be.smem() + 6 * T);  // [2][64]
+  float* deltas = lse2s + 2 * 64;                              // [2][64]
   R regs[Be::slots];
+
+  const int first_row = static_cast<int>(a.prob.first_visible_row(static_cast<std::size_t>(k0 < seq_k ? k0 : seq_k - 1)));
+  const int qt0 = first_row / bwd_tile, n_qt = (seq_q + bwd_tile - 1) / bwd_tile;
+  const int h0 = static_cast<int>(sh.q_head(static_cast<std::size_t>(kvh), 0)), h_end = h0 + static_cast<int>(sh.group());
+  // Step (h, qt): the Q and dO tiles of query tile qt of head h, and its rows' LSE and delta (raw),
+  // into buffer buf (cp.async; rows past seq_q read as zero).
+  auto load_step = [&](int h, int qt, int buf) {
+    const int q0 = qt * bwd_tile;
+    load_rows<Be, D>(be, qs + buf * T, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
+    load_rows<Be, D>(be, dos + buf * T, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+    be.template load_floats<64>(lse2s + 64 * buf, a.t.lse + sh.q_row(b, h, q0), seq_q - q0);
+    be.template load_floats<64>(deltas + 64 * buf, a.t.delta + sh.q_row(b, h, q0), seq_q - q0);
+  };
 
   load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
   load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
+  if (qt0 < n_qt) load_step(h0, qt0, 0);
+  be.commit();  // K, V and the first step's tiles
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     TIEBREAK_UNROLL
@@ -852,167 +1000,72 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       TIEBREAK_UNROLL
       for (int j = 0; j < 4; ++j) r.dv[i][j] = r.dk[i][j] = 0.0f;
   });
-  const int first_row = static_cast<int>(a.prob.first_visible_row(static_cast<std::size_t>(k0 < seq_k ? k0 : seq_k - 1)));
-  const int qt0 = first_row / bwd_tile, n_qt = (seq_q + bwd_tile - 1) / bwd_tile;
-  const int group = static_cast<int>(sh.group());
-  for (int gh = 0; gh < group; ++gh) {
-    const int h = static_cast<int>(sh.q_head(static_cast<std::size_t>(kvh), static_cast<std::size_t>(gh)));
-    for (int qt = qt0; qt < n_qt; ++qt) {
-      const int q0 = qt * bwd_tile;
-      const bool all_vis = tile_all_visible(a.prob, q0, k0);
-      be.sync();  // the previous tile is consumed
-      load_rows<Be, D>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
-      load_rows<Be, D>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  for (int h = h0, qt = qt0, buf = 0; qt < n_qt; buf ^= 1) {
+    const int nh = qt + 1 < n_qt ? h : h + 1, nqt = qt + 1 < n_qt ? qt + 1 : qt0;
+    const int q0 = qt * bwd_tile;
+    // This step's copies are the only ones in flight; a thread's own are visible to it after the
+    // wait: threads < 64 turn their row's LSE into lse2 in place (+Inf past seq_q: P = 0). After the
+    // barrier all of buffer buf is visible, and every thread is done with the previous step, so
+    // buffer buf ^ 1 can be refilled while this step computes.
+    be.template wait<0>();
+    be.for_threads([&](int tid) {
+      if (tid < 64) lse2s[64 * buf + tid] = q0 + tid < seq_q ? lse_log2(lse2s[64 * buf + tid]) : f32::inf;
+    });
+    be.sync();
+    if (nh < h_end) {
+      load_step(nh, nqt, buf ^ 1);
       be.commit();
-      be.for_threads([&](int tid) {
-        if (tid < 64) {
-          const int row = q0 + tid;
-          lse2s[tid] = row < seq_q ? lse_log2(a.t.lse[sh.q_row(b, h, row)]) : f32::inf;
-          deltas[tid] = row < seq_q ? a.t.delta[sh.q_row(b, h, row)] : 0.0f;
-        }
-      });
-      be.template wait<0>();
-      be.sync();
-      // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ.
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb)
-          TIEBREAK_UNROLL
-          for (int j = 0; j < 4; ++j) r.st[nb][j] = r.dpt[nb][j] = 0.0f;
-      });
-      TIEBREAK_UNROLL
-      for (int kc = 0; kc < KC; ++kc) {
-        // The A fragments of the chunk once (both products), then the B fragments two key/query
-        // blocks at a time (ldmatrix.x4): per accumulator the same chain of mma over kc, in order.
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_a<D>(r.fa, ks, 16 * (tid >> 5), 16 * kc, tid & 31);
-          be.template load_a<D>(r.fa2, vs, 16 * (tid >> 5), 16 * kc, tid & 31);
-        });
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; nb += 2) {
-          be.for_threads([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            be.template load_b2_nmajor<D>(r.fb, r.fb2, qs, 8 * nb, 16 * kc, tid & 31);
-          });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa, r.fb, r.st[nb]};
-          });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa, r.fb2, r.st[nb + 1]};
-          });
-          be.for_threads([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            be.template load_b2_nmajor<D>(r.fb, r.fb2, dos, 8 * nb, 16 * kc, tid & 31);
-          });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa2, r.fb, r.dpt[nb]};
-          });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.fa2, r.fb2, r.dpt[nb + 1]};
-          });
-        }
-      }
-      // Pᵀ and dSᵀ (row = key, column = query).
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb) {
-          TIEBREAK_UNROLL
-          for (int i = 0; i < 4; ++i) {
-            const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
-            const bool vis = all_vis || (key < seq_k && row < seq_q &&
-                                         a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
-            const float p = recompute_p<Sc>(r.st[nb][i], lse2s[qc], vis, c);
-            r.st[nb][i] = p;
-            r.dpt[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dpt[nb][i], deltas[qc]));
-          }
-        }
-        TIEBREAK_UNROLL
-        for (int pk = 0; pk < PK; ++pk) {
-          r.pa[pk][0] = be.pack_bf16x2_rne(r.st[2 * pk][0], r.st[2 * pk][1]);
-          r.pa[pk][1] = be.pack_bf16x2_rne(r.st[2 * pk][2], r.st[2 * pk][3]);
-          r.pa[pk][2] = be.pack_bf16x2_rne(r.st[2 * pk + 1][0], r.st[2 * pk + 1][1]);
-          r.pa[pk][3] = be.pack_bf16x2_rne(r.st[2 * pk + 1][2], r.st[2 * pk + 1][3]);
-        }
-      });
-      // dV += Pᵀ dO.
-      TIEBREAK_UNROLL
-      for (int pk = 0; pk < PK; ++pk) {
-        TIEBREAK_UNROLL
-        for (int dn = 0; dn < DN; ++dn) {
-          be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, dos, 16 * pk, 8 * dn, tid & 31); });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.pa[pk], r.fb, r.dv[dn]};
-          });
-        }
-      }
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        TIEBREAK_UNROLL
-        for (int pk = 0; pk < PK; ++pk) {
-          r.pa[pk][0] = be.pack_bf16x2_rne(r.dpt[2 * pk][0], r.dpt[2 * pk][1]);
-          r.pa[pk][1] = be.pack_bf16x2_rne(r.dpt[2 * pk][2], r.dpt[2 * pk][3]);
-          r.pa[pk][2] = be.pack_bf16x2_rne(r.dpt[2 * pk + 1][0], r.dpt[2 * pk + 1][1]);
-          r.pa[pk][3] = be.pack_bf16x2_rne(r.dpt[2 * pk + 1][2], r.dpt[2 * pk + 1][3]);
-        }
-      });
-      // dK += dSᵀ Q.
-      TIEBREAK_UNROLL
-      for (int pk = 0; pk < PK; ++pk) {
-        TIEBREAK_UNROLL
-        for (int dn = 0; dn < DN; ++dn) {
-          be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, qs, 16 * pk, 8 * dn, tid & 31); });
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.pa[pk], r.fb, r.dk[dn]};
-          });
-        }
-      }
     }
+    const bool all_vis = tile_all_visible(a.prob, q0, k0);
+    const int sel = buf * T;  // the buffers as constant offsets from the base (fewer address registers)
+    const std::uint16_t* qb = be.smem() + (QS + sel);
+    const std::uint16_t* dob = be.smem() + (DOS + sel);
+    const float* lse2b = lse2s + 64 * buf;
+    const float* deltab = deltas + 64 * buf;
+    // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ.
+    bwd_products<Be, D>(be, regs, ks, qb, vs, dob);
+    // Pᵀ and dSᵀ (row = key, column = query).
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+      TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; ++nb) {
+        TIEBREAK_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
+          const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                       a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
+          const float p = recompute_p<Sc>(r.s[nb][i], lse2b[qc], vis, c);
+          r.s[nb][i] = p;
+          r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltab[qc]));
+        }
+      }
+      c_to_a_bf16<Be, NB>(r.pa, r.s);
+    });
+    // dV += Pᵀ dO.
+    bwd_accumulate<Be, D>(be, regs, dob, [](R& r) -> float(&)[DN][4] { return r.dv; });
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      c_to_a_bf16<Be, NB>(r.pa, r.dp);
+    });
+    // dK += dSᵀ Q.
+    bwd_accumulate<Be, D>(be, regs, qb, [](R& r) -> float(&)[DN][4] { return r.dk; });
+    h = nh;
+    qt = nh < h_end ? nqt : n_qt;
   }
-  be.commit();  // nothing left in flight when no query tile saw these keys
-  be.template wait<0>();
-  be.for_threads([&](int tid) {
-    R& r = regs[be.slot(tid)];
-    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-    TIEBREAK_UNROLL
-    for (int dn = 0; dn < DN; ++dn) {
-      TIEBREAK_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const int key = k0 + 16 * w + g + 8 * (i >> 1), col = 8 * dn + 2 * t + (i & 1);
-        if (key >= seq_k) continue;
-        a.t.dv[sh.v_offset(b, kvh, key) + col] = f32_bits_to_bf16_rne(f32_to_bits(r.dv[dn][i]));
-        a.t.dk[sh.k_offset(b, kvh, key) + col] = f32_bits_to_bf16_rne(f32_to_bits(f32::mul_rn(r.dk[dn][i], c.scale)));
-      }
-    }
-  });
+  be.template wait<0>();  // nothing left in flight when no query tile saw these keys
+  bwd_store<false, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dv; }, a.t.dv,
+                          [&](int key) { return sh.v_offset(b, kvh, key); }, k0, seq_k, c);
+  bwd_store<true, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dk; }, a.t.dk,
+                         [&](int key) { return sh.k_offset(b, kvh, key); }, k0, seq_k, c);
 }
 
-template <int D>
-struct dq_regs {
-  static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
-  std::uint32_t fa[4], fa2[4];
-  std::uint32_t fb[2], fb2[2];
-  float s[NB][4];   ///< S, then P
-  float dp[NB][4];  ///< dP, then dS
-  std::uint32_t pa[PK][4];
-  float dq[DN][4];
-  float lse2[2], delta[2];
-};
-
-/// dQ of query rows [qt·64, qt·64 + 64) of (b, h).
+/// dQ of query rows [qt·64, qt·64 + 64) of (b, h). Q and dO stay in shared memory; key tile kt's K
+/// and V sit in buffer kt & 1, and tile kt + 1's are copied while kt computes.
 template <class Be, int D, score_scaling Sc>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a, const flash_consts& c, int b, int h, int qt) {
   using R = dq_regs<D>;
-  constexpr int KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK;
+  constexpr int NB = R::NB, DN = R::DN, T = 64 * D;
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
@@ -1020,14 +1073,22 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
   const int last_row = (q0 + bwd_rows < seq_q ? q0 + bwd_rows : seq_q) - 1;
   const int keys = static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(last_row)));
   const int tiles = (keys + bwd_tile - 1) / bwd_tile;
+  constexpr int KS = 2 * T, VS = 4 * T;  // the streamed tiles' offsets in be.smem(), [2][64][D] each
   std::uint16_t* qs = be.smem();
-  std::uint16_t* dos = qs + 64 * D;
-  std::uint16_t* ks = dos + 64 * D;
-  std::uint16_t* vs = ks + 64 * D;
+  std::uint16_t* dos = qs + T;
+  std::uint16_t* ks = be.smem() + KS;
+  std::uint16_t* vs = be.smem() + VS;
   R regs[Be::slots];
+  // The K and V tiles of key tile kt into buffer buf (cp.async).
+  auto load_step = [&](int kt, int buf) {
+    load_rows<Be, D>(be, ks + buf * T, a.t.k + sh.k_offset(b, kvh, 0), kt * bwd_tile, seq_k);
+    load_rows<Be, D>(be, vs + buf * T, a.t.v + sh.v_offset(b, kvh, 0), kt * bwd_tile, seq_k);
+  };
 
   load_rows<Be, D>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
   load_rows<Be, D>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  if (tiles > 0) load_step(0, 0);
+  be.commit();  // Q, dO and the first key tile
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     const int lane = tid & 31, w = tid >> 5, g = lane >> 2;
@@ -1043,58 +1104,22 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     }
   });
   for (int kt = 0; kt < tiles; ++kt) {
-    const int k0 = kt * bwd_tile;
+    const int k0 = kt * bwd_tile, buf = kt & 1;
     const bool all_vis = tile_all_visible(a.prob, q0, k0);
-    be.sync();
-    load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
-    load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
-    be.commit();
+    // As in flash_dkdv_block: this tile's copies are the only ones in flight; after the barrier they
+    // are visible and every thread is done with tile kt − 1, whose buffer is refilled at once.
     be.template wait<0>();
     be.sync();
-    be.for_threads([&](int tid) {
-      R& r = regs[be.slot(tid)];
-      TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; ++nb)
-        TIEBREAK_UNROLL
-        for (int j = 0; j < 4; ++j) r.s[nb][j] = r.dp[nb][j] = 0.0f;
-    });
-    TIEBREAK_UNROLL
-    for (int kc = 0; kc < KC; ++kc) {
-      // The A fragments of the chunk once (both products), then the B fragments two key/query
-      // blocks at a time (ldmatrix.x4): per accumulator the same chain of mma over kc, in order.
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        be.template load_a<D>(r.fa, qs, 16 * (tid >> 5), 16 * kc, tid & 31);
-        be.template load_a<D>(r.fa2, dos, 16 * (tid >> 5), 16 * kc, tid & 31);
-      });
-      TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; nb += 2) {
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_b2_nmajor<D>(r.fb, r.fb2, ks, 8 * nb, 16 * kc, tid & 31);
-        });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa, r.fb, r.s[nb]};
-        });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa, r.fb2, r.s[nb + 1]};
-        });
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_b2_nmajor<D>(r.fb, r.fb2, vs, 8 * nb, 16 * kc, tid & 31);
-        });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa2, r.fb, r.dp[nb]};
-        });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.fa2, r.fb2, r.dp[nb + 1]};
-        });
-      }
+    if (kt + 1 < tiles) {
+      load_step(kt + 1, buf ^ 1);
+      be.commit();
     }
+    const int sel = buf * T;  // the buffers as constant offsets from the base (fewer address registers)
+    const std::uint16_t* kb = be.smem() + (KS + sel);
+    const std::uint16_t* vb = be.smem() + (VS + sel);
+    // S = Q Kᵀ and dP = dO Vᵀ.
+    bwd_products<Be, D>(be, regs, qs, kb, dos, vb);
+    // P and dS.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -1109,42 +1134,77 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
           r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
         }
       }
-      TIEBREAK_UNROLL
-      for (int pk = 0; pk < PK; ++pk) {
-        r.pa[pk][0] = be.pack_bf16x2_rne(r.dp[2 * pk][0], r.dp[2 * pk][1]);
-        r.pa[pk][1] = be.pack_bf16x2_rne(r.dp[2 * pk][2], r.dp[2 * pk][3]);
-        r.pa[pk][2] = be.pack_bf16x2_rne(r.dp[2 * pk + 1][0], r.dp[2 * pk + 1][1]);
-        r.pa[pk][3] = be.pack_bf16x2_rne(r.dp[2 * pk + 1][2], r.dp[2 * pk + 1][3]);
-      }
+      c_to_a_bf16<Be, NB>(r.pa, r.dp);
     });
     // dQ += dS K.
-    TIEBREAK_UNROLL
-    for (int pk = 0; pk < PK; ++pk) {
-      TIEBREAK_UNROLL
-      for (int dn = 0; dn < DN; ++dn) {
-        be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, ks, 16 * pk, 8 * dn, tid & 31); });
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.pa[pk], r.fb, r.dq[dn]};
-        });
-      }
-    }
+    bwd_accumulate<Be, D>(be, regs, kb, [](R& r) -> float(&)[DN][4] { return r.dq; });
   }
-  be.commit();  // nothing left in flight when the rows see no key
-  be.template wait<0>();
-  be.for_threads([&](int tid) {
-    R& r = regs[be.slot(tid)];
-    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-    TIEBREAK_UNROLL
-    for (int dn = 0; dn < DN; ++dn) {
-      TIEBREAK_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const int row = q0 + 16 * w + g + 8 * (i >> 1), col = 8 * dn + 2 * t + (i & 1);
-        if (row >= seq_q) continue;
-        a.t.dq[sh.q_offset(b, h, row) + col] = f32_bits_to_bf16_rne(f32_to_bits(f32::mul_rn(r.dq[dn][i], c.scale)));
-      }
-    }
-  });
+  be.template wait<0>();  // nothing left in flight when the rows see no key
+  bwd_store<true, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dq; }, a.t.dq,
+                         [&](int row) { return sh.q_offset(b, h, row); }, q0, seq_q, c);
+}
+
+// --- which instantiation a call runs ---------------------------------------------------------------
+// The launchers (cuda/attention) and the twin (src/host) map a call's runtime options to template
+// arguments through these, so that both run the same instantiation for the same call. Host only;
+// precondition: flash_check(a, ...) == ok. f is a lambda with template parameters, called as
+// f.template operator()<...>().
+
+namespace dispatch_detail {
+template <int D, out_mode M, score_scaling Sc, class F>
+void forward_by_probe(const flash_args& a, F& f) {
+  if (a.counters) f.template operator()<D, M, Sc, thread_counting_probe>();
+  else f.template operator()<D, M, Sc, probe::no_probe>();
+}
+template <int D, out_mode M, class F>
+void forward_by_scaling(const flash_args& a, F& f) {
+  if (a.opt.scaling == score_scaling::unfused) forward_by_probe<D, M, score_scaling::unfused>(a, f);
+  else forward_by_probe<D, M, score_scaling::fused>(a, f);
+}
+template <int D, class F>
+void forward_by_mode(const flash_args& a, F& f) {
+  switch (a.opt.mode) {
+    case out_mode::bf16: return forward_by_scaling<D, out_mode::bf16>(a, f);
+    case out_mode::fp32: return forward_by_scaling<D, out_mode::fp32>(a, f);
+    case out_mode::debias: return forward_by_scaling<D, out_mode::debias>(a, f);
+    case out_mode::stochastic: return forward_by_scaling<D, out_mode::stochastic>(a, f);
+  }
+}
+}  // namespace dispatch_detail
+
+/// The forward pass: f<D, Mode, Sc, Probe>() with D = dim, the mode and scaling of a.opt, and
+/// Probe = thread_counting_probe when a.counters is set, probe::no_probe otherwise.
+template <class F>
+void dispatch_forward(const flash_args& a, F&& f) {
+  if (a.prob.shape.dim == 64) dispatch_detail::forward_by_mode<64>(a, f);
+  else dispatch_detail::forward_by_mode<128>(a, f);
+}
+
+/// The delta kernel: f<Mode, Probe>() with Mode = fp32 in mode fp32 and bf16 otherwise (bf16,
+/// debias and stochastic store a bf16 O), Probe as for the forward pass.
+template <class F>
+void dispatch_delta(const flash_args& a, F&& f) {
+  const bool probed = a.counters != nullptr;
+  if (a.opt.mode == out_mode::fp32) {
+    if (probed) f.template operator()<out_mode::fp32, thread_counting_probe>();
+    else f.template operator()<out_mode::fp32, probe::no_probe>();
+  } else {
+    if (probed) f.template operator()<out_mode::bf16, thread_counting_probe>();
+    else f.template operator()<out_mode::bf16, probe::no_probe>();
+  }
+}
+
+/// The gradient kernels: f<D, Sc>().
+template <class F>
+void dispatch_gradients(const flash_args& a, F&& f) {
+  const bool unfused = a.opt.scaling == score_scaling::unfused;
+  if (a.prob.shape.dim == 64) {
+    if (unfused) f.template operator()<64, score_scaling::unfused>();
+    else f.template operator()<64, score_scaling::fused>();
+  } else {
+    if (unfused) f.template operator()<128, score_scaling::unfused>();
+    else f.template operator()<128, score_scaling::fused>();
+  }
 }
 
 }  // namespace tiebreak::attn

@@ -54,6 +54,10 @@ struct twin_backend {
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) dst[attn::swz<C>(r, c)] = r < valid ? src[static_cast<std::size_t>(r) * C + c] : 0;
   }
+  template <int N>
+  void load_floats(float* dst, const float* src, int valid) {
+    for (int i = 0; i < N; ++i) dst[i] = i < valid ? src[i] : 0.0f;
+  }
   template <int C>
   static void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0, int lane) {
     attn::load_a<C>(a, tile, row0, col0, lane);
@@ -170,16 +174,6 @@ void parallel_blocks(std::size_t n, unsigned threads, Job job) {
   if (err) std::rethrow_exception(err);
 }
 
-/// Adds the per-block counters of each (batch, head), in block order, to the caller's table.
-void merge_counters(const attn::flash_args& a, const std::vector<probe::head_counters>& blocks, std::size_t per_head) {
-  const std::size_t bh = a.prob.shape.batch * a.prob.shape.heads;
-  for (std::size_t i = 0; i < bh; ++i) {
-    probe::head_counters sum{};
-    for (std::size_t j = 0; j < per_head; ++j) sum.merge(blocks[i * per_head + j]);
-    a.counters[i].merge(sum);
-  }
-}
-
 template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe>
 void forward_impl(const attn::flash_args& a, unsigned threads) {
   const attn::flash_consts c = attn::make_consts(a);
@@ -195,27 +189,7 @@ void forward_impl(const attn::flash_args& a, unsigned threads) {
         be, a, c, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads), static_cast<int>(qt),
         Probe::enabled ? &partial[i] : nullptr);
   });
-  if constexpr (Probe::enabled) merge_counters(a, partial, n_qt);
-}
-
-template <int D, attn::out_mode M, attn::score_scaling Sc>
-void forward_probe(const attn::flash_args& a, unsigned threads) {
-  if (a.counters) forward_impl<D, M, Sc, attn::thread_counting_probe>(a, threads);
-  else forward_impl<D, M, Sc, probe::no_probe>(a, threads);
-}
-template <int D, attn::out_mode M>
-void forward_scaling(const attn::flash_args& a, unsigned threads) {
-  if (a.opt.scaling == attn::score_scaling::unfused) forward_probe<D, M, attn::score_scaling::unfused>(a, threads);
-  else forward_probe<D, M, attn::score_scaling::fused>(a, threads);
-}
-template <int D>
-void forward_mode(const attn::flash_args& a, unsigned threads) {
-  switch (a.opt.mode) {
-    case attn::out_mode::bf16: return forward_scaling<D, attn::out_mode::bf16>(a, threads);
-    case attn::out_mode::fp32: return forward_scaling<D, attn::out_mode::fp32>(a, threads);
-    case attn::out_mode::debias: return forward_scaling<D, attn::out_mode::debias>(a, threads);
-    case attn::out_mode::stochastic: return forward_scaling<D, attn::out_mode::stochastic>(a, threads);
-  }
+  if constexpr (Probe::enabled) attn::merge_block_counters(a, partial.data(), n_qt);
 }
 
 template <attn::out_mode M, class Probe>
@@ -232,13 +206,7 @@ void delta_impl(const attn::flash_args& a, unsigned threads) {
         be, a, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads), static_cast<int>(i % per_head),
         Probe::enabled ? &partial[i] : nullptr);
   });
-  if constexpr (Probe::enabled) merge_counters(a, partial, per_head);
-}
-
-template <attn::out_mode M>
-void delta_probe(const attn::flash_args& a, unsigned threads) {
-  if (a.counters) delta_impl<M, attn::thread_counting_probe>(a, threads);
-  else delta_impl<M, probe::no_probe>(a, threads);
+  if constexpr (Probe::enabled) attn::merge_block_counters(a, partial.data(), per_head);
 }
 
 template <int D, attn::score_scaling Sc>
@@ -268,24 +236,15 @@ void gradients(const attn::flash_args& a, unsigned threads) {
 
 void attention_backward(const attn::flash_args& a, unsigned threads) {
   check(a, true);
-  switch (a.opt.mode) {
-    case attn::out_mode::fp32: delta_probe<attn::out_mode::fp32>(a, threads); break;
-    default: delta_probe<attn::out_mode::bf16>(a, threads); break;  // bf16, debias, stochastic: the bf16 O
-  }
-  const bool unfused = a.opt.scaling == attn::score_scaling::unfused;
-  if (a.prob.shape.dim == 64) {
-    if (unfused) gradients<64, attn::score_scaling::unfused>(a, threads);
-    else gradients<64, attn::score_scaling::fused>(a, threads);
-  } else {
-    if (unfused) gradients<128, attn::score_scaling::unfused>(a, threads);
-    else gradients<128, attn::score_scaling::fused>(a, threads);
-  }
+  attn::dispatch_delta(a, [&]<attn::out_mode M, class Probe>() { delta_impl<M, Probe>(a, threads); });
+  attn::dispatch_gradients(a, [&]<int D, attn::score_scaling Sc>() { gradients<D, Sc>(a, threads); });
 }
 
 void attention_forward(const attn::flash_args& a, unsigned threads) {
   check(a, false);
-  if (a.prob.shape.dim == 64) forward_mode<64>(a, threads);
-  else forward_mode<128>(a, threads);
+  attn::dispatch_forward(a, [&]<int D, attn::out_mode M, attn::score_scaling Sc, class Probe>() {
+    forward_impl<D, M, Sc, Probe>(a, threads);
+  });
 }
 
 }  // namespace tiebreak::host
