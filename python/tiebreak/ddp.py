@@ -18,9 +18,9 @@ CUDA (``NCCL_NVLS_ENABLE=0`` is set unless the environment sets it).
 
 Every ``every`` steps (a sampled step), on every rank:
 
-* per-head statistics of the attention (``HeadStats``, one per layer x head): the signed error of
-  O in ulps of bf16 against an f64 reference on the same bf16 Q, K, V (the audit's
-  ``o_mean_error_ulps``), and per row the delta error ``sum_d dO (O - O_ref)`` (the backward's
+* per-head statistics of the attention (``HeadStats``, one per layer x head): per row the mean
+  signed error of O against an f64 reference on the same bf16 Q, K, V, in ulps of bf16 at the row's
+  largest |reference| (the audit's row scale and ``o_mean_error_ulps``), and per row the delta error ``sum_d dO (O - O_ref)`` (the backward's
   rowsum(dO o O) with the head's O against the f64 one, dO rounded to bf16 as the op does). Both are
   reduced over the ranks with :func:`tiebreak.torch.reduce_head_stats`, timed;
 * spectral norms of W_Q and W_K, whole and per head (:class:`SpectralNormTracker`), and the update
@@ -189,14 +189,14 @@ class CausalModel(torch.nn.Module):
 # --- per-head statistics of the attention ---------------------------------------------------------
 
 def _bf16_ulp(r: torch.Tensor) -> torch.Tensor:
-    """The ulp of bf16 at each f64 value (the normal range's spacing below 2^-126)."""
+    """The ulp of bf16 at each value (2^-133, the subnormals' spacing, below 2^-126 and at 0)."""
     e = torch.floor(torch.log2(r.abs().clamp_min(2.0 ** -126)))
     return torch.exp2(e - 7)
 
 
 class AttentionStats:
-    """Forward hooks on every ``layers.<l>.attn``: while ``active``, each call's O error in bf16 ulps
-    against the f64 reference, and (a hook on O's gradient) the per-row delta error, are pushed into
+    """Forward hooks on every ``layers.<l>.attn``: while ``active``, each call's O error per row (mean
+    over the row, in bf16 ulps of the row's largest |reference|) against the f64 reference, and (a hook on O's gradient) the per-row delta error, are pushed into
     ``o`` and ``delta`` (HeadStats over layer * heads + head)."""
 
     def __init__(self, model: CausalModel) -> None:
@@ -226,8 +226,11 @@ class AttentionStats:
             mask = torch.ones(s.shape[-2], S, dtype=torch.bool, device=s.device).tril()
             ref = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1) @ v  # f64 [B, H, S, D]
             od = o.detach().double()
-            err = ((od - ref) / _bf16_ulp(ref)).cpu().numpy()
             diff = od - ref
+            # The audit's row scale (docs/audit.md, "The statistics"): the ulp of bf16 at the row's
+            # largest |reference| (rounded to bf16), one sample per row: the row's mean error.
+            top = ref.abs().amax(-1, keepdim=True).float().to(torch.bfloat16).double()
+            err = (diff / _bf16_ulp(top)).mean(-1).cpu().numpy()  # [B, H, S]
             for h in range(self.heads):
                 self.o.push(layer * self.heads + h, err[:, h])
             if o.requires_grad:
@@ -362,6 +365,8 @@ def train(cfg: Config, out: Optional[str], device: torch.device = torch.device("
             if sampled:
                 stats.active = False
                 _sync(device)
+                if dist is not None:  # untimed: reduce_ms is the collectives' cost, not the ranks' skew
+                    dist.barrier()
                 t1 = time.perf_counter()
                 ro = reduce_head_stats(stats.o)
                 rd = reduce_head_stats(stats.delta)
