@@ -89,8 +89,8 @@ class Config:
             return f"head_dim {self.head_dim}: the kernels take 64 or 128"
         if self.data not in ("lowrank", "isotropic"):
             return f"data '{self.data}': expected lowrank or isotropic"
-        if self.vocab < 9 and self.data == "lowrank":
-            return "vocab: lowrank data need at least 9 tokens"
+        if self.vocab < 2:
+            return f"vocab {self.vocab}: at least 2 tokens"
         if min(self.vocab, self.d_model, self.heads, self.layers, self.seq, self.batch, self.accumulate,
                self.steps, self.every) < 1:
             return "every size, steps and every must be at least 1"
