@@ -91,6 +91,9 @@ def test_two_gloo_ranks_report_equals_single_process_within_the_bound(runs):
         assert a["spectral"] == b["spectral"] and a["align"] == b["align"] and a["loss"] == b["loss"]
     assert set(l2[-1]["align"]) == {f"align/layers.{i}.{w}_update_cosine" for i in (0, 1) for w in ("wq", "wk")}
     assert len(l2[-1]["spectral"]) == 2 * 2 * 3  # W_Q, W_K per layer: whole and per head
+    # The same claim through the entry point the 2-GPU run is checked with.
+    res = json.loads(_run([sys.executable, "-m", "tiebreak.ddp", "--compare", str(two), str(one)]))
+    assert res["ok"] and res["counts_equal"] and res["replicated_bitwise_equal"] and res["max_diff_over_bound"] <= 1
     t = s2["timing_ms"]
     assert t["sampled_steps"] == 3 and 0 < t["reduce_head_stats_median"] < 5e3
     assert "reduce_head_stats" in out2 and "world 2 (gloo" in out2 and "world 1 (no process group" in out1
@@ -129,6 +132,18 @@ def test_make_batch_is_the_experiments_data():
     iso = ddp.make_batch(ddp.Config(vocab=32, seq=12, batch=3, data="isotropic", seed=5), 7)
     assert iso.max() < 32 and len(torch.unique(iso)) > 8
     assert ddp.Config(batch=6).validate(4) and not ddp.Config(batch=8, accumulate=2).validate(2)
+
+
+def test_compare_fails_on_a_lost_rank(runs, tmp_path):
+    two, one, _, _ = runs
+    lines = [json.loads(x) for x in (two / "headstats.jsonl").read_text().splitlines()]
+    for d in lines:  # as if only rank 0's half had been counted: halve the sums (counts too)
+        for kind in ("o", "delta"):
+            for k in d[kind]:
+                d[kind][k] = [v / 2 for v in d[kind][k]]
+    (tmp_path / "headstats.jsonl").write_text("".join(json.dumps(d) + "\n" for d in lines))
+    res = ddp.compare(str(tmp_path), str(one))
+    assert not res["ok"] and not res["counts_equal"] and res["max_diff_over_bound"] > 1e6
 
 
 def test_bad_arguments_exit_2(tmp_path):

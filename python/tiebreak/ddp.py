@@ -55,7 +55,7 @@ import torch.nn.functional as F
 from .analysis import frobenius_cosine
 from .torch import FlashAttention, HeadStats, ScalarLogger, SpectralNormTracker, reduce_head_stats
 
-__all__ = ["Config", "CausalModel", "make_batch", "train", "main", "reduction_bound"]
+__all__ = ["Config", "CausalModel", "make_batch", "train", "main", "reduction_bound", "compare"]
 
 MASK64 = (1 << 64) - 1
 U64 = 2.0 ** -53  # the unit roundoff of float64
@@ -246,9 +246,9 @@ def reduction_bound(stats: HeadStats, pieces: int) -> dict[str, np.ndarray]:
     """Per head, how far two float64 evaluations of the sums of ``stats`` (the reduced one and the
     single-process one) may differ: each of ``total`` and ``total_sq`` is a sum of the same n
     float64 terms (x, and x*x rounded) grouped in some order, plus ``pieces`` partial sums; any
-    order's error is at most gamma_{m-1} * sum|term| with m the number of additions' operands, so
-    the two differ by at most 2 * gamma_{n+pieces} * sum|term| (gamma_k = k u / (1 - k u), u =
-    2^-53; one more u per term for the product x*x). sum|x| <= sqrt(n * sum x^2) bounds the unknown
+    order's error is at most gamma_{m-1} * sum|term| with m the number of the additions' operands
+    (m <= n + pieces), so the two differ by at most 2 * gamma_{n+pieces+1} * sum|term| (gamma_k =
+    k u / (1 - k u), u = 2^-53; one more u per term for the product x*x). sum|x| <= sqrt(n * sum x^2) bounds the unknown
     sum of magnitudes by what HeadStats keeps. The counts (n, positive, negative) are integers below
     2^53: equal exactly."""
     k = stats.n + pieces + 1
@@ -440,6 +440,40 @@ def train(cfg: Config, out: Optional[str], device: torch.device = torch.device("
     return summary
 
 
+def compare(reduced_dir: str, single_dir: str, pieces: int = 2) -> dict[str, Any]:
+    """The equality claim on two runs' ``headstats.jsonl``: the reduced run (``world`` ranks) against
+    the single process with ``--accumulate world`` (``pieces`` = world). Per sampled step and
+    statistic: counts equal exactly, ``total`` and ``total_sq`` within :func:`reduction_bound`; and
+    whether the loss, spectral norms and update cosines are equal bit for bit (expected for two
+    ranks). ``ok`` is False when a count differs or a sum is outside the bound."""
+    def lines(folder: str) -> list:
+        with open(os.path.join(folder, "headstats.jsonl"), encoding="utf-8") as f:
+            return [json.loads(x) for x in f if x.strip()]
+
+    def stats(d: dict) -> HeadStats:
+        return HeadStats(*(np.array(d[k], dtype=np.float64) for k in ("n", "total", "total_sq", "positive", "negative")))
+
+    a, b = lines(reduced_dir), lines(single_dir)
+    res = {"steps": [x["step"] for x in a], "same_steps": [x["step"] for x in a] == [x["step"] for x in b],
+           "counts_equal": True, "max_abs_diff": 0.0, "max_diff_over_bound": 0.0, "replicated_bitwise_equal": True}
+    for x, y in zip(a, b):
+        for kind in ("o", "delta"):
+            r, s = stats(x[kind]), stats(y[kind])
+            for k in ("n", "positive", "negative"):
+                res["counts_equal"] &= bool(np.array_equal(getattr(r, k), getattr(s, k)))
+            bound = reduction_bound(s, pieces)
+            for k in ("total", "total_sq"):
+                d = np.abs(getattr(r, k) - getattr(s, k))
+                res["max_abs_diff"] = max(res["max_abs_diff"], float(d.max()))
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    q = np.where(d == 0, 0.0, d / bound[k])
+                res["max_diff_over_bound"] = max(res["max_diff_over_bound"], float(q.max()))
+        res["replicated_bitwise_equal"] &= (x["loss"] == y["loss"] and x["spectral"] == y["spectral"]
+                                            and x["align"] == y["align"])
+    res["ok"] = bool(res["same_steps"] and res["counts_equal"] and res["max_diff_over_bound"] <= 1.0)
+    return res
+
+
 # --- the entry point ------------------------------------------------------------------------------
 
 def _parser() -> argparse.ArgumentParser:
@@ -458,13 +492,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="cuda: one GPU per rank (LOCAL_RANK), backend nccl; cpu: backend gloo")
     p.add_argument("--threads", type=int, default=0, help="torch threads per rank (0: torch's default)")
-    p.add_argument("--out", required=True, help="folder of scalars.jsonl, headstats.jsonl, summary.json (rank 0)")
+    p.add_argument("--out", help="folder of scalars.jsonl, headstats.jsonl, summary.json (rank 0); required")
+    p.add_argument("--compare", nargs=2, metavar=("REDUCED", "SINGLE"),
+                   help="no training: check the equality claim on two runs' --out folders (the ranks' run, the "
+                        "single process's with --accumulate WORLD) and print it; exit 1 when it fails")
+    p.add_argument("--pieces", type=int, default=2, help="with --compare: the world size of the reduced run")
     p.add_argument("--no-tensorboard", action="store_true")
     return p
 
 
 def main(argv: Optional[list] = None) -> int:
     args = _parser().parse_args(argv)
+    if args.compare:
+        try:
+            res = compare(*args.compare, pieces=args.pieces)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"python -m tiebreak.ddp --compare: {e}", file=sys.stderr)
+            return 2
+        print(json.dumps(res))
+        return 0 if res["ok"] else 1
+    if not args.out:
+        print("python -m tiebreak.ddp: --out is required (or --compare REDUCED SINGLE)", file=sys.stderr)
+        return 2
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # the machine's notes: NVLink multicast off
     cfg = Config(**{k: getattr(args, k) for k in ("vocab", "d_model", "heads", "head_dim", "layers", "seq", "batch",
                                                   "accumulate", "steps", "every", "seed", "lr", "weight_decay",
