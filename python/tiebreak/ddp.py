@@ -5,8 +5,8 @@ rank, one report (docs/python.md, "Data-parallel training"; issue 23).
 The model is experiment/src/model.hpp's, in PyTorch: token embedding without positions; per layer
 rmsnorm (no gain, eps 1e-6) -> W_Q, W_K, W_V (d_model x H*D) -> causal attention per head through
 tiebreak's op (``FlashAttention``, an output mode per head; module names ``layers.<l>.attn``) ->
-W_O, residual; readout rmsnorm -> W_out; next-token cross-entropy; AdamW (no decay on the
-embedding). Data: ``lowrank`` (sink token 0 every 4th position, a 3-token motif from tokens 1..8
+W_O, residual; readout rmsnorm -> W_out; next-token cross-entropy; AdamW as the experiment's (float64
+update, float32 state, no decay on the embedding). Data: ``lowrank`` (sink token 0 every 4th position, a 3-token motif from tokens 1..8
 between) and ``isotropic`` (uniform tokens), a function of (data, seed, step) only: every rank
 draws the whole global batch and takes its rows.
 
@@ -288,6 +288,32 @@ def _sync(device: torch.device) -> None:
 
 # --- the training loop ----------------------------------------------------------------------------
 
+class _AdamW:
+    """experiment/src/model.cpp's adamw_update: moments and the update in float64, stored in float32
+    (nearest even), decoupled weight decay on every matrix but the embedding. (torch.optim.AdamW
+    computes in float32, and its first use imports torch._dynamo: seconds per process.)"""
+
+    def __init__(self, model: CausalModel, cfg: Config) -> None:
+        self.cfg = cfg
+        self.items = [(p, torch.zeros_like(p), torch.zeros_like(p), 0.0 if name == "embed" else cfg.weight_decay)
+                      for name, p in model.named_parameters()]
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self) -> None:
+        c = self.cfg
+        self.t += 1
+        c1, c2 = 1.0 - c.beta1 ** self.t, 1.0 - c.beta2 ** self.t
+        for p, m, v, wd in self.items:
+            g = p.grad.double()
+            md = c.beta1 * m.double() + (1.0 - c.beta1) * g
+            vd = c.beta2 * v.double() + (1.0 - c.beta2) * g * g
+            m.copy_(md)
+            v.copy_(vd)
+            w = p.double()
+            p.copy_(w - c.lr * ((md / c1) / (torch.sqrt(vd / c2) + c.eps) + wd * w))
+
+
 def _head_rows(prefix: str, summ: list, cfg: Config, metric_mean: str, metric_t: str) -> dict[str, float]:
     out = {}
     for r in summ:
@@ -311,10 +337,7 @@ def train(cfg: Config, out: Optional[str], device: torch.device = torch.device("
     if problem:
         raise ValueError(problem)
     model = CausalModel(cfg).to(device)
-    decay = [p for n, p in model.named_parameters() if n != "embed"]
-    opt = torch.optim.AdamW([{"params": [model.embed], "weight_decay": 0.0},
-                             {"params": decay, "weight_decay": cfg.weight_decay}],
-                            lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=False)
+    opt = _AdamW(model, cfg)
     params = [p for p in model.parameters()]
     stats = AttentionStats(model)
     tracked, heads = {}, {}
@@ -341,7 +364,9 @@ def train(cfg: Config, out: Optional[str], device: torch.device = torch.device("
             if sampled:
                 stats.reset()
             tokens = make_batch(cfg, step)
-            opt.zero_grad(set_to_none=False)
+            for p in params:
+                if p.grad is not None:
+                    p.grad.zero_()
             loss_sum = torch.zeros((), dtype=torch.float64)
             for a in range(cfg.accumulate):
                 lo = (rank * cfg.accumulate + a) * micro
