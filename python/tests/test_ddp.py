@@ -27,9 +27,9 @@ from tiebreak.torch import HeadStats  # noqa: E402
 if not _torch_attention.HAVE_CUSTOM_OP:
     pytestmark = pytest.mark.skip(reason=f"torch {torch.__version__} has no torch.library.custom_op (needs >= 2.4)")
 
-# Tiny: two layers (modes bf16 | fp32 and debias per head), 4 sequences of 16 tokens, 4 steps.
+# Tiny: two layers (modes stochastic and bf16 | fp32 and debias per head), 4 sequences of 16 tokens, 4 steps.
 ARGS = ["--vocab", "16", "--d-model", "32", "--heads", "2", "--layers", "2", "--seq", "16", "--batch", "4",
-        "--steps", "3", "--every", "1", "--modes", "bf16;fp32,debias", "--device", "cpu", "--threads", "1",
+        "--steps", "3", "--every", "1", "--modes", "stochastic,bf16;fp32,debias", "--device", "cpu", "--threads", "1",
         "--no-tensorboard"]
 
 

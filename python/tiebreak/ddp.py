@@ -13,7 +13,8 @@ draws the whole global batch and takes its rows.
 Data parallelism: ``world`` ranks (torchrun, or any initialised torch.distributed group), the global
 batch split into ``world * accumulate`` equal micro-batches in rank order; each rank sums the
 gradients of its micro-batches, the gradients are summed across ranks (one ``all_reduce`` of the
-flattened float32 gradients) and divided by ``world * accumulate``. Backend gloo on the CPU, nccl on
+flattened float32 gradients) and divided by ``world * accumulate``. Stochastic heads draw their bits
+from (seed, step, micro-batch index), so a split of the batch does not change them. Backend gloo on the CPU, nccl on
 CUDA (``NCCL_NVLS_ENABLE=0`` is set unless the environment sets it).
 
 Every ``every`` steps (a sampled step), on every rank:
@@ -369,7 +370,10 @@ def train(cfg: Config, out: Optional[str], device: torch.device = torch.device("
                     p.grad.zero_()
             loss_sum = torch.zeros((), dtype=torch.float64)
             for a in range(cfg.accumulate):
-                lo = (rank * cfg.accumulate + a) * micro
+                index = rank * cfg.accumulate + a  # the micro-batch's place in the global batch
+                lo = index * micro
+                for m in model.layers:  # stochastic heads: bits keyed by (step, micro-batch), not by rank
+                    m.attn.calls = step * world * cfg.accumulate + index
                 loss = model(tokens[lo:lo + micro].to(device))
                 loss.backward()
                 loss_sum += loss.detach().double().cpu()
