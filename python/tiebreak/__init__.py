@@ -29,7 +29,7 @@ _LAZY = {
     "attention": "tiebreak._attention",
     "Attention": "tiebreak._attention",
 }
-_SUBMODULES = ("analysis", "report", "torch")
+_SUBMODULES = ("analysis", "report", "torch", "ddp")
 
 __all__ = sorted(_LAZY) + list(_SUBMODULES)
 
