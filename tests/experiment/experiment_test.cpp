@@ -18,6 +18,11 @@ using tiebreak::attn::out_mode;
 
 namespace {
 
+/// Training steps of the tests' runs: 4, and 2 at the smoke level (the sanitizer build, where one
+/// call of the twin costs about a second).
+constexpr std::size_t kSteps = TIEBREAK_TEST_LEVEL_SMOKE ? 2 : 4;
+const std::string kStepsText = std::to_string(kSteps);
+
 /// A model small enough for the sanitizer build: one sequence of 32 tokens, two heads.
 ex::config small() {
   ex::config c;
@@ -26,9 +31,9 @@ ex::config small() {
   c.heads = 2;
   c.seq = 32;
   c.batch = 1;
-  c.steps = 4;
+  c.steps = kSteps;
   c.log_every = 2;
-  c.checkpoint_every = 2;
+  c.checkpoint_every = kSteps / 2;
   return c;
 }
 
@@ -153,10 +158,10 @@ TEST(Experiment, ResumeIsBitIdenticalAndCellsArePaired) {
   ex::run_options cut;
   cut.threads = 2;
   cut.checkpoint_dir = dir.string();
-  cut.stop_after_steps = 2;
+  cut.stop_after_steps = kSteps / 2;
   const ex::grid_result first = ex::run_grid(p, cut);
   EXPECT_FALSE(first.complete);
-  EXPECT_EQ(first.cells[0].steps_run, 2u);
+  EXPECT_EQ(first.cells[0].steps_run, kSteps / 2);
   cut.stop_after_steps = 0;
   const ex::grid_result resumed = ex::run_grid(p, cut);
   ASSERT_TRUE(resumed.complete);
@@ -233,9 +238,9 @@ TEST(Experiment, ConfigurationErrors) {
 TEST(ExperimentCli, TinyGridAndBisectEndToEnd) {
   const fs::path dir = fresh_dir("cli");
   const std::string out = (dir / "t.json").string();
-  auto r = tiebreak::test::run_cli({"experiment", "causal", "--preset", "tiny", "--steps", "4", "--data", "lowrank", "-o", out});
+  auto r = tiebreak::test::run_cli({"experiment", "causal", "--preset", "tiny", "--steps", kStepsText, "--data", "lowrank", "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("step 3/4"), std::string::npos) << r.err;  // progress on stderr
+  EXPECT_NE(r.err.find("step " + std::to_string(kSteps - 1) + "/" + kStepsText), std::string::npos) << r.err;  // progress
   EXPECT_NE(r.out.find("bf16"), std::string::npos);
   std::ifstream f(out);
   const auto j = nlohmann::json::parse(f);
@@ -245,7 +250,7 @@ TEST(ExperimentCli, TinyGridAndBisectEndToEnd) {
   EXPECT_NE(j["command_line"].get<std::string>().find("experiment causal"), std::string::npos);
 
   const std::string bo = (dir / "b.json").string();
-  r = tiebreak::test::run_cli({"experiment", "bisect", "--preset", "tiny", "--steps", "4", "-q", "-o", bo});
+  r = tiebreak::test::run_cli({"experiment", "bisect", "--preset", "tiny", "--steps", kStepsText, "-q", "-o", bo});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream bf(bo);
   const auto b = nlohmann::json::parse(bf);

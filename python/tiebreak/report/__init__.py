@@ -10,13 +10,24 @@ from .inputs import ReportError, num, read_input
 __all__ = ["ReportError", "num", "read_input", "render", "load"]
 
 
+def _module():
+    """The submodule `render`. Importing it binds the package attribute `render` to the module,
+    over the function of that name: put the function back, so `report.render(...)` keeps working
+    after `report.load(...)`."""
+    import importlib
+    mod = importlib.import_module(".render", __name__)
+    globals()["render"] = _render_function
+    return mod
+
+
 def render(paths, output, **kw):
     """Writes the report of `paths` to `output` (render.render; imports matplotlib on first use)."""
-    from .render import render as _render
-    return _render(paths, output, **kw)
+    return _module().render(paths, output, **kw)
+
+
+_render_function = render
 
 
 def load(paths):
     """Reads and classifies the inputs (render.load)."""
-    from .render import load as _load
-    return _load(paths)
+    return _module().load(paths)
