@@ -190,6 +190,8 @@ nlohmann::json series_json(const series& s) {
           {"repeated_max_rows", rows(s.repeated_max_rows)},
           {"p_one", rows(s.p_one)},
           {"output_error_mean_ulps", rows(s.output_error_mean_ulps)},
+          {"o_nonfinite", rows(s.o_nonfinite)},
+          {"max_score", rows(s.max_score)},
           {"update_cosine", cos}};
 }
 
@@ -207,6 +209,8 @@ series series_from_json(const nlohmann::json& j) {
   s.repeated_max_rows = read_rows(j.at("repeated_max_rows"));
   s.p_one = read_rows(j.at("p_one"));
   s.output_error_mean_ulps = read_rows(j.at("output_error_mean_ulps"));
+  s.o_nonfinite = read_rows(j.at("o_nonfinite"));
+  s.max_score = read_rows(j.at("max_score"));
   for (const auto& r : j.at("update_cosine")) {
     std::vector<std::optional<double>> row;
     for (const auto& x : r) row.push_back(x.is_null() ? std::nullopt : std::optional<double>(io::number_from_json(x)));
@@ -420,6 +424,8 @@ cell_result run_cell(const config& c, const cell_spec& spec_in, attention_backen
       s.repeated_max_rows.push_back(ss.repeated_max_rows);
       s.p_one.push_back(ss.p_one);
       s.output_error_mean_ulps.push_back(ss.output_error_mean);
+      s.o_nonfinite.push_back(ss.o_nonfinite);
+      s.max_score.push_back(ss.max_score);
       s.update_cosine.push_back(cosv);
       ++logged;
       if (ro.progress) {

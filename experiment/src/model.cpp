@@ -112,6 +112,21 @@ double cross_entropy(const config& c, const mat& logits, const std::vector<std::
   return loss / static_cast<double>(count);
 }
 
+/// The largest scaled score of one head over every row and visible key (what decides whether an
+/// offset β·max underflows every P-bar of a row): double from the bf16 Q and K the kernel reads.
+double max_scaled_score(const config& c, const attn::problem& p, const std::uint16_t* q, const std::uint16_t* k) {
+  double mx = -INFINITY;
+  for (std::size_t b = 0; b < c.batch; ++b)
+    for (std::size_t i = 0; i < c.seq; ++i)
+      for (std::size_t j = 0; j < p.visible_keys(i); ++j) {
+        double s = 0;
+        for (std::size_t d = 0; d < c.head_dim; ++d)
+          s += static_cast<double>(bf16_to_f32(q[(b * c.seq + i) * c.head_dim + d])) * bf16_to_f32(k[(b * c.seq + j) * c.head_dim + d]);
+        mx = std::max(mx, s * p.scale);
+      }
+  return mx;
+}
+
 mat embed_tokens(const config& c, const weights& w, const std::vector<std::uint32_t>& tokens) {
   mat x(static_cast<Eigen::Index>(c.batch * c.seq), static_cast<Eigen::Index>(c.d_model));
   for (std::size_t n = 0; n < c.batch * c.seq; ++n) x.row(static_cast<Eigen::Index>(n)) = w.embed.row(tokens[n]);
@@ -184,6 +199,8 @@ step_stats train_step(const config& c, const weights& w, const std::vector<std::
   st.repeated_max_rows.assign(L * H, 0);
   st.p_one.assign(L * H, 0);
   st.output_error_mean.assign(L * H, 0);
+  st.o_nonfinite.assign(L * H, 0);
+  st.max_score.assign(L * H, -INFINITY);
 
   struct layer_cache {
     mat x_in, xn, ocat;
@@ -237,6 +254,8 @@ step_stats train_step(const config& c, const weights& w, const std::vector<std::
       st.output_error_mean[l * H + h] =
           sum.output_error.count ? sum.output_error.sum / static_cast<double>(sum.output_error.count) : 0.0;
       const bool f32_out = modes[l * H + h] == attn::out_mode::fp32;
+      st.max_score[l * H + h] = max_scaled_score(c, prob, lc.q.data() + h * per_head, lc.k.data() + h * per_head);
+      for (std::size_t i = 0; i < per_head; ++i) st.o_nonfinite[l * H + h] += std::isfinite(lc.o32[h * per_head + i]) ? 0 : 1;
       for (std::size_t n = 0; n < N; ++n)
         for (std::size_t d = 0; d < c.head_dim; ++d) {
           const std::size_t i = head_index(c, h, n, d);

@@ -50,6 +50,8 @@ struct step_stats {
   std::vector<double> repeated_max_rows;  ///< rows (tiles) with an exactly repeated maximum
   std::vector<double> p_one;
   std::vector<double> output_error_mean;  ///< mean signed ulps of O's rounding (0 in mode fp32)
+  std::vector<double> o_nonfinite;        ///< elements of the f32 O that are NaN or infinite
+  std::vector<double> max_score;          ///< largest scaled score scale·q·k over the visible keys (bf16 Q, K; double)
 };
 
 /// Loss and gradients of one batch through the kernels. `modes` has layers * heads entries;

@@ -117,6 +117,7 @@ struct series {
   std::vector<std::vector<double>> sigma_wq_head, sigma_wk_head;  ///< [entry][l*H+h]
   std::vector<std::vector<double>> delta_error, delta_error_cum;  ///< [entry][l*H+h]
   std::vector<std::vector<double>> repeated_max_rows, p_one, output_error_mean_ulps;  ///< [entry][l*H+h]
+  std::vector<std::vector<double>> o_nonfinite, max_score;  ///< [entry][l*H+h]: NaN/Inf elements of O; largest scaled score
   std::vector<std::vector<std::optional<double>>> update_cosine;  ///< [entry][layer]
 };
 
