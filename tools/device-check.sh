@@ -455,7 +455,7 @@ if want python; then
      timeout "$b" cmake --build "$BUILD/full" -j "$JOBS" --target tiebreak_cli tiebreak_python_core tiebreak_python_cuda tiebreak_python_stub >>"$LOG" 2>&1; then
     (cd "$BUILD/full" && timeout $(( $(left) > 40 ? $(left) - 10 : 30 )) ctest -R '^python_pytest$' -V) >"$P_LOG" 2>&1; rc=$?
     [ "$rc" -ne 0 ] && status=1
-    say "python: ctest python_pytest exit $rc: $(grep -E '=+ .*[0-9]+ (passed|failed)' "$P_LOG" | tail -1 | sed 's/^[0-9]*: //')"
+    say "python: ctest python_pytest exit $rc: $(grep -E '[0-9]+ (passed|failed).* in [0-9.]+s' "$P_LOG" | tail -1 | sed 's/^[0-9]*: //')"
     grep -E '^(SKIPPED|FAILED)' "$P_LOG" | head -20 | tee -a "$LOG"
   else
     say "python: the extension did not build (nanobind missing, or no time left); see $LOG"; status=1
