@@ -37,6 +37,7 @@ constexpr const char* probe_schema = "tiebreak.attention_probe/1";
 struct attention_args {
   std::string mode;
   float beta = 2.0f;
+  float debias_max_shift = attn::flash_options{}.debias_max_shift;
   float near_tolerance = attn::flash_options{}.near_tolerance;
   bool scale_fma = false;
   bool emulate = false;
@@ -119,6 +120,8 @@ void run(const attention_args& a) {
     throw std::invalid_argument("give either --shape B,H,S,D or --inputs FILE (exactly one)");
   if (!(a.beta > 1.0f) || !(a.beta < std::numeric_limits<float>::infinity()))
     throw std::invalid_argument(attn::error_text(attn::flash_error::bad_beta));
+  if (!(a.debias_max_shift >= attn::debias_max_shift_min && a.debias_max_shift <= attn::debias_max_shift_max))
+    throw std::invalid_argument(attn::error_text(attn::flash_error::bad_debias_shift));
   if (!(a.near_tolerance >= 0.0f) || !(a.near_tolerance < std::numeric_limits<float>::infinity()))
     throw std::invalid_argument(attn::error_text(attn::flash_error::bad_near_tolerance));
   if (!a.inputs.empty() && a.kv_heads) throw std::invalid_argument("--kv-heads: only with --shape (a file's k has its own heads)");
@@ -164,6 +167,7 @@ void run(const attention_args& a) {
   opt.mode = mode;
   opt.scaling = a.scale_fma ? attn::score_scaling::fused : attn::score_scaling::unfused;
   opt.beta = a.beta;
+  opt.debias_max_shift = a.debias_max_shift;
   opt.near_tolerance = a.near_tolerance;
   opt.seed = a.seed;
 
@@ -211,7 +215,8 @@ void run(const attention_args& a) {
                   {"seq_k", s.seq_k}, {"dim", s.dim}, {"dim_v", s.dim_v}, {"causal", prob.causal()},
                   {"scale", io::json_number(prob.scale)}, {"layout", "bhsd"}};
   j["options"] = {{"mode", attn::to_string(mode)}, {"scaling", attn::to_string(opt.scaling)},
-                  {"beta", io::json_number(opt.beta)}, {"seed", opt.seed},
+                  {"beta", io::json_number(opt.beta)}, {"debias_max_shift", io::json_number(opt.debias_max_shift)},
+                  {"seed", opt.seed},
                   {"near_tolerance", io::json_number(opt.near_tolerance)}};
   j["inputs"] = {{"source", a.inputs.empty() ? "drawn" : "file"},
                  {"path", a.inputs.empty() ? nlohmann::json(nullptr) : nlohmann::json(audit::json_safe_text(a.inputs))},
@@ -283,6 +288,10 @@ void register_attention(CLI::App& app) {
       "attention", "Instrumented flash attention (forward + backward) on the GPU or its host twin: tensors and probe counters");
   cmd->add_option("--mode", a->mode, "Output mode: bf16, fp32, debias, stochastic")->required();
   cmd->add_option("--beta", a->beta, "debias: offset beta * max for a repeated maximum > 0 (finite, > 1)")
+      ->capture_default_str()->check(finite);
+  cmd->add_option("--debias-max-shift", a->debias_max_shift,
+                  "debias: the offset stays at most this far above the row maximum (log2 units, in [1, 100]): "
+                  "P-bar at the maximum >= 2^-shift, so a large maximum cannot flush the row to 0/0")
       ->capture_default_str()->check(finite);
   cmd->add_option("--near-tolerance", a->near_tolerance,
                   "Probe: a score within this distance of the row maximum (scaled units, scale * q.k) counts as a near repeat")

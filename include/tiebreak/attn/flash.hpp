@@ -105,7 +105,13 @@ struct flash_options {
   std::uint64_t seed = 0;        ///< stochastic: the Philox key
   float near_tolerance = 1e-3f;  ///< probe: a score within this distance of the maximum (in units of the
                                  ///< scaled score scale·QKᵀ) counts as a near repeat
+  float debias_max_shift = 64.0f;  ///< debias: the offset lies at most this far above the row maximum (scaled
+                                   ///< log2 domain), so P-bar at the maximum is >= 2^-shift; in [1, 100]
 };
+
+/// debias_max_shift's range: at least 1 (P-bar at the maximum 1/2 or less), at most 100 (2^-100 stays
+/// a normal f32, with 26 binades below it before exp2_sw flushes to 0).
+inline constexpr float debias_max_shift_min = 1.0f, debias_max_shift_max = 100.0f;
 
 /// The tensors of one call, dense bhsd (problem.hpp); bf16 tensors as their encodings. Device
 /// pointers for the kernels, host pointers for the twin. A pointer a call does not use may be null.
@@ -157,6 +163,7 @@ enum class flash_error : std::uint8_t {
   dim_unsupported,  ///< dim != dim_v, or dim not 64 or 128
   too_large,        ///< a sequence or a tensor too long for the kernels' 32-bit row indices
   bad_beta,         ///< debias with beta not finite or not > 1
+  bad_debias_shift, ///< debias with debias_max_shift outside [1, 100]
   bad_scale,        ///< scale not finite or not > 0
   bad_near_tolerance,  ///< near_tolerance negative, not finite, or not finite once divided by the scale
   missing_tensor,   ///< a pointer the call needs is null
@@ -168,6 +175,7 @@ TIEBREAK_HDC const char* error_text(flash_error e) noexcept {
     case flash_error::dim_unsupported: return "the attention kernels support head dims 64 and 128 with dim_v == dim";
     case flash_error::too_large: return "sequence too long for the attention kernels (at most 2^30 rows per head)";
     case flash_error::bad_beta: return "--beta must be finite and greater than 1";
+    case flash_error::bad_debias_shift: return "--debias-max-shift must be between 1 and 100 (log2 units)";
     case flash_error::bad_scale: return "the scale must be finite and positive";
     case flash_error::bad_near_tolerance:
       return "--near-tolerance must be finite and not negative (and finite in raw-score units: tolerance / scale)";
@@ -185,6 +193,9 @@ TIEBREAK_HDC flash_error flash_check(const flash_args& a, bool backward) noexcep
     return flash_error::too_large;
   if (!(a.prob.scale > 0) || !(a.prob.scale < 1e30)) return flash_error::bad_scale;
   if (a.opt.mode == out_mode::debias && (!(a.opt.beta > 1.0f) || !(a.opt.beta < f32::inf))) return flash_error::bad_beta;
+  if (a.opt.mode == out_mode::debias &&
+      !(a.opt.debias_max_shift >= debias_max_shift_min && a.opt.debias_max_shift <= debias_max_shift_max))
+    return flash_error::bad_debias_shift;
   if (!(a.opt.near_tolerance >= 0.0f) || !(static_cast<double>(a.opt.near_tolerance) / a.prob.scale < 0x1.fffffep127))
     return flash_error::bad_near_tolerance;
   const flash_tensors& t = a.t;
@@ -199,6 +210,7 @@ struct flash_consts {
   float scale_log2 = 0;  ///< c = scale · log2(e), rounded once from double to f32 (nearest-even)
   float near_raw = 0;    ///< near_tolerance / scale in raw-score units, rounded once from double
   float beta = 2;
+  float max_shift = 64;  ///< debias_max_shift
   float scale = 1;       ///< the scale rounded once to f32 (dQ = scale · dS K, dK = scale · dSᵀ Q)
 };
 TIEBREAK_HDC flash_consts make_consts(const flash_args& a) noexcept {
@@ -206,6 +218,7 @@ TIEBREAK_HDC flash_consts make_consts(const flash_args& a) noexcept {
   c.scale_log2 = static_cast<float>(a.prob.scale * 1.4426950408889634074);  // double -> f32: nearest-even
   c.near_raw = static_cast<float>(static_cast<double>(a.opt.near_tolerance) / a.prob.scale);
   c.beta = a.opt.beta;
+  c.max_shift = a.opt.debias_max_shift;
   c.scale = static_cast<float>(a.prob.scale);
   return c;
 }
@@ -327,19 +340,26 @@ struct thread_counting_probe {
   TIEBREAK_FORCEINLINE TIEBREAK_HD void on_delta_error(const probe::delta_error_event& e) noexcept { c.delta_error.add(e.error()); }
 };
 
-/// Probe: the counters of the block's T threads (counters(tid)) merged in thread order by thread 0,
-/// through `sc` (T entries of shared memory no other phase uses), into *block_counters.
+/// Probe: the counters of the block's T threads (counters(tid)) merged through `sc` (T entries of
+/// shared memory no other phase uses) into *block_counters, by a fixed pairwise tree: at stride
+/// s = T/2, T/4, .., 1 thread i < s merges entry i + s into entry i, a barrier between levels (log2 T
+/// of them; thread 0 alone merging all T in a row cost the probed forward a serial tail per block).
+/// Counts are exact in any order; the double sums follow the tree, on device and twin alike.
 template <int T, class Be, class F>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void write_block_counters(Be& be, probe::head_counters* sc, F&& counters,
                                                            probe::head_counters* block_counters) {
+  static_assert(T > 0 && (T & (T - 1)) == 0, "the tree needs a power-of-two thread count");
   be.for_threads([&](int tid) { sc[tid] = counters(tid); });
   be.sync();
+  TIEBREAK_UNROLL
+  for (int s = T / 2; s > 0; s /= 2) {
+    be.for_threads([&](int tid) {
+      if (tid < s) sc[tid].merge(sc[tid + s]);
+    });
+    be.sync();
+  }
   be.for_threads([&](int tid) {
-    if (tid == 0) {
-      probe::head_counters sum{};
-      for (int i = 0; i < T; ++i) sum.merge(sc[i]);
-      *block_counters = sum;
-    }
+    if (tid == 0) *block_counters = sc[0];
   });
 }
 
@@ -358,15 +378,25 @@ inline void merge_block_counters(const flash_args& a, const probe::head_counters
 
 // --- the forward pass ----------------------------------------------------------------------------------
 
-/// The offset (in the scaled log2 domain) of a row whose running maximum is m, seen `count` times.
+/// The offset (in the scaled log2 domain) of a row whose running maximum is m, seen `count` times:
+/// o = m ⊗ c; under `debias`, once the maximum repeats, the paper's o = (β ⊗ m) ⊗ c (m > 0) or 0
+/// (m < 0), but never more than (m ⊗ c) ⊕ max_shift. The bound keeps P-bar at the maximum, 2^(m⊗c − o),
+/// at or above 2^−max_shift: the unbounded offset pushes it below f32's range once (β − 1)·m·c passes
+/// 126 (β = 2: a scaled maximum above 87.3), every P-bar of the row flushes to 0 and O = 0/0 (the
+/// causal experiment's debias runs diverged exactly so; docs/attention.md, "debias"). Rows where the
+/// paper's shift is at most max_shift (β = 2, max_shift = 64: |scaled maximum| <= 44.4) are unchanged.
 template <out_mode Mode>
 TIEBREAK_FORCEINLINE TIEBREAK_HD float row_offset(float m, std::uint32_t count, const flash_consts& c) noexcept {
   if (m == -f32::inf) return 0.0f;  // no visible key yet: every P-bar is exp2(-Inf) = 0
-  float base = m;
+  const float mc = f32::mul_rn(m, c.scale_log2);
   if constexpr (Mode == out_mode::debias) {
-    if (count > 1) base = m > 0.0f ? f32::mul_rn(c.beta, m) : (m < 0.0f ? 0.0f : m);
+    if (count > 1 && (m > 0.0f || m < 0.0f)) {  // m = 0 or NaN: o = m ⊗ c, as the paper (0) and NaN propagate
+      const float o = m > 0.0f ? f32::mul_rn(f32::mul_rn(c.beta, m), c.scale_log2) : 0.0f;
+      const float cap = f32::add_rn(mc, c.max_shift);
+      return o > cap ? cap : o;  // m = +Inf: o = cap = +Inf
+    }
   }
-  return f32::mul_rn(base, c.scale_log2);
+  return mc;
 }
 
 /// x of P-bar = exp2(x) for a raw score s and an offset o (the file comment).
@@ -740,7 +770,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     }
   });
 
-  // Probe: the threads' counters merged in thread order by thread 0 (their own shared memory: no sync before).
+  // Probe: the threads' counters merged by a pairwise tree (their own shared memory: no sync before).
   if constexpr (Probe::enabled)
     write_block_counters<fwd_threads>(be, reinterpret_cast<probe::head_counters*>(be.smem() + 4 * BC * D),
                                       [&](int tid) -> const probe::head_counters& { return regs[be.slot(tid)].pr.c; },

@@ -36,7 +36,9 @@ std::vector<std::uint64_t> dump_rows(const shape& s) { return {s.q_row(0, 0, 0),
 
 std::uint16_t bf16_of(double x) { return f32_bits_to_bf16_rne(f32_to_bits(static_cast<float>(x))); }
 
-tensors inputs(const shape& s, std::uint64_t seed, bool planted) {
+/// `qa`: the planted queries' value in their odd columns (1: a scaled maximum of 8 at D = 64; ±16: ±128,
+/// where the debias offset is bounded, and under -16 keys 4.. of every kv head lie further below).
+tensors inputs(const shape& s, std::uint64_t seed, bool planted, double qa = 1.0) {
   tensors t;
   splitmix64_generator g{seed};
   auto fill = [&](std::vector<std::uint16_t>& x, std::size_t n, double amp) {
@@ -54,7 +56,12 @@ tensors inputs(const shape& s, std::uint64_t seed, bool planted) {
           for (std::size_t c = 0; c < s.dim; ++c) t.k[s.k_offset(b, kh, j) + c] = bf16_of(c % 2 ? 2.0 : 0.0);
     for (std::size_t b = 0; b < s.batch; ++b)
       for (std::size_t i = 0; i < s.seq_q; ++i)
-        for (std::size_t c = 0; c < s.dim; ++c) t.q[s.q_offset(b, 0, i) + c] = bf16_of(c % 2 ? 1.0 : 0.0);
+        for (std::size_t c = 0; c < s.dim; ++c) t.q[s.q_offset(b, 0, i) + c] = bf16_of(c % 2 ? qa : 0.0);
+    if (qa < 0)
+      for (std::size_t b = 0; b < s.batch; ++b)
+        for (std::size_t kh = 0; kh < s.kv_heads; ++kh)
+          for (std::size_t j = 4; j < s.seq_k; ++j)
+            for (std::size_t c = 1; c < s.dim; c += 2) t.k[s.k_offset(b, kh, j) + c] = bf16_of(3.0);
   }
   return t;
 }
@@ -127,6 +134,7 @@ struct shape_case {
   shape s;
   bool causal;
   bool planted;
+  double qa = 1.0;
 };
 const shape_case cases[] = {
     {{1, 2, 1, 70, 100, 64, 64}, false, true},
@@ -134,9 +142,11 @@ const shape_case cases[] = {
     {{2, 2, 1, 65, 129, 128, 128}, true, true},
     {{1, 4, 2, 128, 128, 128, 128}, false, false},
     {{1, 1, 1, 1, 1, 64, 64}, true, false},
+    {{1, 2, 1, 70, 100, 64, 64}, false, true, 16.0},   // debias: the bounded offset (scaled maximum +128)
+    {{2, 2, 1, 65, 129, 128, 128}, true, true, -16.0},  // and -128 (D = 128: +-256)
 };
 
-/// TIEBREAK_FLASH_GPU_REDUCED=1 (tools/device-check.sh's sanitize stage): two shapes, the probed
+/// TIEBREAK_FLASH_GPU_REDUCED=1 (tools/device-check.sh's sanitize stage): every other shape, the probed
 /// unfused and the unprobed fused instantiations only — compute-sanitizer runs every access checked.
 bool reduced() {
   const char* e = std::getenv("TIEBREAK_FLASH_GPU_REDUCED");
@@ -149,7 +159,7 @@ void compare_all(bool backward) {
   for (const auto& sc : cases) {
     if (reduced() && ci++ % 2 == 1) continue;
     problem p{sc.s, sc.causal ? mask_kind::causal : mask_kind::none, 1.0 / std::sqrt(static_cast<double>(sc.s.dim))};
-    const tensors in = inputs(sc.s, 7 + sc.s.seq_q, sc.planted);
+    const tensors in = inputs(sc.s, 7 + sc.s.seq_q, sc.planted, sc.qa);
     for (out_mode m : all_out_modes) {
       for (score_scaling scal : {score_scaling::unfused, score_scaling::fused}) {
         for (bool probed : {false, true}) {
@@ -164,6 +174,11 @@ void compare_all(bool backward) {
           EXPECT_EQ(mismatches(h.o, d.o), 0u) << "O " << what;
           EXPECT_EQ(mismatches(h.o_f32, d.o_f32), 0u) << "O f32 " << what;
           EXPECT_EQ(mismatches(h.lse, d.lse), 0u) << "LSE " << what;
+          if (m == out_mode::debias && sc.qa != 1.0) {  // the bounded offset: no NaN from a flushed row
+            std::size_t nonfinite = 0;
+            for (const std::uint16_t e : d.o) nonfinite += (e & 0x7f80u) == 0x7f80u;
+            EXPECT_EQ(nonfinite, 0u) << "non-finite O " << what;
+          }
           if (backward) {
             EXPECT_EQ(mismatches(h.delta, d.delta), 0u) << "delta " << what;
             EXPECT_EQ(mismatches(h.dq, d.dq), 0u) << "dQ " << what;

@@ -234,6 +234,46 @@ TEST(FlashTwin, DebiasRemovesPOneInRowsWithRepeatedMaxima) {
   for (std::size_t x = 0; x < rl.size(); ++x) EXPECT_NEAR(d.lse[x], rl[x], 1e-5 * (1 + std::abs(rl[x])));
 }
 
+// A repeated maximum far from 0 (scaled ±128, log2 shift ±184.7 under the paper's unbounded offset):
+// the offset is bounded (debias_max_shift), so P-bar at the maximum is 2^-64, not flushed to 0 with
+// the rest of the row (the unbounded offset gave O = 0/0 = NaN here), no P-bar is 1, and O and the LSE
+// keep their f64 accuracy. Negative: keys 4.. are further below than the four planted ones.
+TEST(FlashTwin, DebiasOffsetIsBoundedForLargeRepeatedMaxima) {
+  const attn::shape s{1, 2, 1, 64, 96, 64, 64};
+  for (double qa : {16.0, -16.0}) {
+    problem_data p = make(s, false, 4, 0.25, true);
+    for (std::size_t h = 0; h < s.heads; ++h)
+      for (std::size_t i = 0; i < s.seq_q; ++i)
+        for (std::size_t c = 1; c < s.dim; c += 2) p.q[s.q_offset(0, h, i) + c] = bf16_of(qa);
+    if (qa < 0)
+      for (std::size_t j = 4; j < s.seq_k; ++j)
+        for (std::size_t c = 1; c < s.dim; c += 2) p.k[s.k_offset(0, 0, j) + c] = bf16_of(3.0);
+    std::vector<double> ro, rl;
+    reference(p, ro, rl);
+    const outputs b = forward(p, {out_mode::bf16}, true);
+    const outputs d = forward(p, {out_mode::debias}, true);
+    const auto& r0 = s.q_row(0, 0, 0);
+    ASSERT_NEAR(rl[r0], 128.0 * (qa > 0 ? 1 : -1) + std::log(4.0), 1e-3);  // the planted maximum rules the row
+    for (std::size_t h = 0; h < s.heads; ++h) {
+      EXPECT_EQ(d.counters[h].repeated_max_exact, s.seq_q);
+      EXPECT_EQ(d.counters[h].p_one, 0u);
+      EXPECT_EQ(b.counters[h].p_one, 4 * s.seq_q);
+    }
+    for (std::size_t x = 0; x < ro.size(); ++x) {
+      ASSERT_TRUE(std::isfinite(of_bf16(d.o[x]))) << "qa " << qa << " element " << x;
+      EXPECT_NEAR(of_bf16(d.o[x]), ro[x], 4e-3) << x;
+      EXPECT_NEAR(of_bf16(b.o[x]), ro[x], 4e-3) << x;
+    }
+    for (std::size_t x = 0; x < rl.size(); ++x) EXPECT_NEAR(d.lse[x], rl[x], 1e-5 * (1 + std::abs(rl[x])));
+    // A smaller bound is honoured: the offset in force is the maximum's + max_shift (dumped rows).
+    attn::flash_options o8{out_mode::debias};
+    o8.debias_max_shift = 8.0f;
+    const outputs d8 = forward(p, o8, true);
+    for (std::size_t x = 0; x < ro.size(); ++x) EXPECT_NEAR(of_bf16(d8.o[x]), ro[x], 4e-3) << x;
+    EXPECT_EQ(d8.counters[0].p_one, 0u);
+  }
+}
+
 // Gradients against f64: P, dP = dO Vᵀ, delta = rowsum(dO ∘ O), dS = P ∘ (dP − delta),
 // dQ = scale dS K, dK = scale dSᵀ Q, dV = Pᵀ dO, all in double from the bf16 inputs.
 TEST(FlashTwin, BackwardMatchesF64) {
@@ -352,6 +392,12 @@ TEST(FlashTwin, RejectsWhatTheKernelsDoNotSupport) {
   bad.opt.mode = out_mode::debias;
   bad.opt.beta = 1.0f;
   EXPECT_THROW(host::attention_forward(bad), std::invalid_argument);
+  for (float shift : {0.5f, 100.5f, std::nanf("")}) {
+    bad = a;
+    bad.opt.mode = out_mode::debias;
+    bad.opt.debias_max_shift = shift;
+    EXPECT_THROW(host::attention_forward(bad), std::invalid_argument) << shift;
+  }
   bad = a;
   bad.prob.scale = std::nan("");
   EXPECT_THROW(host::attention_forward(bad), std::invalid_argument);
