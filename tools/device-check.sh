@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The one script the lent GPU machine runs, from the repository root:
 #   tools/device-check.sh [stage...]      stages: build sass test sanitize mma audit attn-bench experiment
-#                                         attn-bench-quick attn-cli gemm python (default: the first five;
+#                                         attn-bench-quick attn-ncu attn-cli gemm python (default: the first five;
 #                                         the others run only when named)
 # Configures with CUDA (sm_90 + sm_90a), builds tiebreak::gpu and the GPU tests, dumps the SASS of
 # every table instruction, runs `ctest -L gpu`, runs compute-sanitizer on a reduced sweep, and prints a table of
@@ -387,6 +387,32 @@ if want attn-bench || want attn-bench-quick; then
     [ "$rc" -ne 0 ] && status=1
     grep -E "^attention-bench:|not measured|exited" "$OUTDIR/attn-bench.log" | tail -5 | tee -a "$LOG"
     [ -f "$OUTDIR/attention-bench.md" ] && sed -n '/^## Forward, D = 128/,/^## Every timed case/p' "$OUTDIR/attention-bench.md" | tee -a "$LOG"
+  fi
+fi
+
+# --- attn-ncu: where the time of a call goes (issue 18: profile before changing) --------------------
+# attention_bench under Nsight Compute (ncu; the device image has no Nsight Systems): per launch of the
+# forward kernels and of the probe's per-head sum, its duration on the GPU, registers, occupancy and
+# achieved warps, for the forward with the probe off and on (default: bf16, S = 1k and 16k, causal,
+# B·S = 16k, H = 16, D = 128, one warm-up and one timed call; TIEBREAK_NCU_ARGS replaces those
+# options). Set against the bench's wall time per call, it splits a probed call's extra cost into
+# the kernel's and the launcher's. ncu's CSV rows and the bench's JSON lines into $OUTDIR/attn-ncu.txt.
+if want attn-ncu; then
+  N_TXT="$OUTDIR/attn-ncu.txt"; : >"$N_TXT"
+  ab_bin="$BUILD/full/bench/attention_bench"
+  ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  if [ ! -f "$BUILD/full/CMakeCache.txt" ]; then full_cfg ON || { rm -f "$BUILD/full/CMakeCache.txt"; full_cfg OFF; }; fi
+  b=$(( $(left) - 40 ))
+  if [ ! -x "$ncu_bin" ]; then say "attn-ncu: no ncu on this machine"; status=1
+  elif [ "$b" -gt 30 ] && timeout "$b" cmake --build "$BUILD/full" -j "$JOBS" --target attention_bench >>"$LOG" 2>&1; then
+    read -r -a n_args <<<"${TIEBREAK_NCU_ARGS:---seqs 1024,16384 --causal on --modes bf16 --probe both --passes fwd --warmup 1 --reps 1}"
+    t0=$(date +%s)
+    timeout $(( $(left) - 10 )) "$ncu_bin" --csv --page raw -k 'regex:flash_forward|head_block_sum' \
+      --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size \
+      "$ab_bin" "${n_args[@]}" >>"$N_TXT" 2>&1
+    say "attn-ncu: exit $? in $(( $(date +%s) - t0 ))s; $N_TXT"
+  else
+    say "attn-ncu: attention_bench did not build; see $LOG"; status=1
   fi
 fi
 

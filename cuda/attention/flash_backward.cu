@@ -41,14 +41,14 @@ template <attn::out_mode M, class Probe>
 void delta(const attn::flash_args& a, cudaStream_t st) {
   const auto& s = a.prob.shape;
   const int per_head = static_cast<int>((s.seq_q + attn::bwd_threads - 1) / attn::bwd_threads);
-  const std::size_t bh = s.batch * s.heads, n = bh * static_cast<std::size_t>(per_head);
-  detail::device_buffer<probe::head_counters> partial(Probe::enabled ? n : 1, check);
+  const std::size_t bh = s.batch * s.heads;
+  const detail::block_counters counters(a, static_cast<std::size_t>(per_head), Probe::enabled, st, check);
   const std::size_t smem = Probe::enabled ? attn::delta_smem_bytes : 0;
   flash_delta_kernel<M, Probe><<<dim3(static_cast<unsigned>(per_head), static_cast<unsigned>(bh)), attn::bwd_threads, smem, st>>>(
-      a, partial.data(), per_head);
+      a, counters.partial(), per_head);
   check(cudaGetLastError(), "launch delta");
-  check(cudaStreamSynchronize(st), "delta kernel");
-  if constexpr (Probe::enabled) detail::add_block_counters(a, partial.data(), static_cast<std::size_t>(per_head), check);
+  if constexpr (Probe::enabled) counters.add_to(a, st, check, "delta kernel");
+  else check(cudaStreamSynchronize(st), "delta kernel");
 }
 
 template <int D, attn::score_scaling Sc>

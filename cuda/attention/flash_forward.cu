@@ -14,7 +14,7 @@ namespace {
 constexpr detail::cuda_check check{"tiebreak::gpu::attention_forward"};
 
 template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe>
-__global__ void __launch_bounds__(attn::fwd_threads)
+__global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks)
     flash_forward_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   detail::device_backend<attn::fwd_threads> be{reinterpret_cast<std::uint16_t*>(smem_raw)};
@@ -33,14 +33,13 @@ void launch(const attn::flash_args& a, cudaStream_t stream) {
   auto* kernel = flash_forward_kernel<D, M, Sc, Probe>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute");
-  const std::size_t n_blocks = bh * static_cast<std::size_t>(n_qt);
-  detail::device_buffer<probe::head_counters> partial(Probe::enabled ? n_blocks : 1, check);
   if (bh > 65535) throw std::invalid_argument("tiebreak::gpu::attention_forward: batch * heads must be at most 65535");
+  const detail::block_counters counters(a, static_cast<std::size_t>(n_qt), Probe::enabled, stream, check);
   kernel<<<dim3(static_cast<unsigned>(n_qt), static_cast<unsigned>(bh)), attn::fwd_threads, smem, stream>>>(
-      a, attn::make_consts(a), partial.data(), n_qt);
+      a, attn::make_consts(a), counters.partial(), n_qt);
   check(cudaGetLastError(), "launch");
-  check(cudaStreamSynchronize(stream), "kernel");
-  if constexpr (Probe::enabled) detail::add_block_counters(a, partial.data(), static_cast<std::size_t>(n_qt), check);
+  if constexpr (Probe::enabled) counters.add_to(a, stream, check, "kernel");
+  else check(cudaStreamSynchronize(stream), "kernel");
 }
 
 }  // namespace

@@ -233,11 +233,20 @@ inline constexpr int fwd_threads = 32 * fwd_warps;
 inline constexpr int fwd_rows = 16 * fwd_warps;
 inline constexpr int fwd_keys = 64;
 
-/// Shared memory of the forward kernel: K and V tiles, double-buffered, and (probed) one
-/// head_counters per thread.
+/// Blocks of the forward kernel resident per SM, its `__launch_bounds__` minimum: 3 blocks of
+/// fwd_threads leave each thread at most 168 registers (H100/H200: 64 K registers per SM). At
+/// D = 128 the kernel compiled to 226-249 registers unbounded, i.e. 2 blocks (8 warps) per SM; bounded
+/// it fits 168 with no spill in bf16 and debias (docs/attention-bench.md, "Three blocks per SM").
+inline constexpr int fwd_min_blocks = 3;
+
+/// Shared memory of the forward kernel: K and V tiles, double-buffered. The probe's per-thread
+/// head_counters (merged after the tile loop) reuse the tiles' space, so that a probed block needs
+/// no more than an empty-probe one (3 blocks per SM at D = 128: 3 x 64 KB of the H200's 228 KB).
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_smem_bytes =
-    std::size_t{4} * fwd_keys * D * 2 + (Probed ? sizeof(probe::head_counters) * fwd_threads : 0);
+    std::size_t{4} * fwd_keys * D * 2 > sizeof(probe::head_counters) * fwd_threads || !Probed
+        ? std::size_t{4} * fwd_keys * D * 2
+        : sizeof(probe::head_counters) * fwd_threads;
 
 /// Offset of element (r, c) in a swizzled R x C bf16 tile (C = 64 or 128): the 16-byte chunk
 /// c / 8 of row r is stored at chunk (c / 8) xor (r mod 8), so that the 8 rows an 8-lane group of a
@@ -363,17 +372,22 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void write_block_counters(Be& be, probe::head_c
   });
 }
 
+/// The sum of head i's block counters, blocks[i · per_head + j] for j = 0, 1, .., per_head − 1 in that
+/// order, from zero: the twin's, and the order the launchers' per-head sum kernel keeps on the device
+/// (cuda/attention/flash_device.cuh, head_block_sum_kernel), so that the double sums agree bit for bit.
+TIEBREAK_FORCEINLINE TIEBREAK_HD probe::head_counters head_block_sum(const probe::head_counters* blocks, std::size_t per_head,
+                                                                      std::size_t i) noexcept {
+  probe::head_counters sum{};
+  for (std::size_t j = 0; j < per_head; ++j) sum.merge(blocks[i * per_head + j]);
+  return sum;
+}
+
 /// Adds the probe's per-block counters to the caller's per-head table a.counters: blocks[i · per_head
-/// + j] is block j of head i (b · heads + h), and each head's blocks are summed in block order before
-/// the sum is added, by the kernels' launchers and by the twin alike (so the double sums agree bit
-/// for bit). Host only.
+/// + j] is block j of head i (b · heads + h); each head's blocks are summed by head_block_sum before
+/// the sum is added (the twin; the launchers add the sums the device computed). Host only.
 inline void merge_block_counters(const flash_args& a, const probe::head_counters* blocks, std::size_t per_head) noexcept {
   const std::size_t bh = a.prob.shape.batch * a.prob.shape.heads;
-  for (std::size_t i = 0; i < bh; ++i) {
-    probe::head_counters sum{};
-    for (std::size_t j = 0; j < per_head; ++j) sum.merge(blocks[i * per_head + j]);
-    a.counters[i].merge(sum);
-  }
+  for (std::size_t i = 0; i < bh; ++i) a.counters[i].merge(head_block_sum(blocks, per_head, i));
 }
 
 // --- the forward pass ----------------------------------------------------------------------------------
@@ -770,9 +784,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     }
   });
 
-  // Probe: the threads' counters merged by a pairwise tree (their own shared memory: no sync before).
+  // Probe: the threads' counters merged by a pairwise tree, in the K/V tiles' shared memory: the
+  // last tile's copies were waited for (wait<0>) and its closing barrier passed, so no warp reads
+  // the tiles any more (and with no tile, nothing was copied).
   if constexpr (Probe::enabled)
-    write_block_counters<fwd_threads>(be, reinterpret_cast<probe::head_counters*>(be.smem() + 4 * BC * D),
+    write_block_counters<fwd_threads>(be, reinterpret_cast<probe::head_counters*>(be.smem()),
                                       [&](int tid) -> const probe::head_counters& { return regs[be.slot(tid)].pr.c; },
                                       block_counters);
 }
