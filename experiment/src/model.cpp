@@ -15,20 +15,9 @@ namespace tiebreak::experiment::detail {
 
 namespace {
 
-/// Unit-variance, zero-mean draw: four 24-bit uniforms summed (exact in double), centred, times √3
-/// (no libm: the same weights on every platform).
-double unit_normal(splitmix64_generator& g) {
-  double s = 0;
-  for (int i = 0; i < 4; ++i) s += static_cast<double>(g.next() >> 40) * 0x1p-24;
-  return (s - 2.0) * 1.7320508075688772;
-}
-
-/// A uniform index below n (the modulo bias of a 64-bit draw is below 2^-32 for n < 2^32).
-std::size_t uniform_below(splitmix64_generator& g, std::size_t n) { return static_cast<std::size_t>(g.next() % n); }
-
 void fill_normal(mat& m, std::size_t rows, std::size_t cols, splitmix64_generator g, double sd) {
   m.resize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(sd * unit_normal(g));  // double -> f32: nearest-even
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(sd * irwin_hall4_unit(g));  // double -> f32: nearest-even
 }
 
 std::uint16_t to_bf16(float x) { return f32_bits_to_bf16_rne(std::bit_cast<std::uint32_t>(x)); }

@@ -35,20 +35,11 @@ splitmix64_generator stream(std::uint64_t seed, std::uint64_t tag) {
   return splitmix64_generator(splitmix64(seed) + tag * 0x632be59bd9b4e019ull);
 }
 
-/// Unit-variance, zero-mean draw: four 24-bit uniforms summed (exact in double), centred, times √3.
-double unit_normal(splitmix64_generator& g) {
-  double s = 0;
-  for (int i = 0; i < 4; ++i) s += static_cast<double>(g.next() >> 40) * 0x1p-24;
-  return (s - 2.0) * 1.7320508075688772;  // the sum's variance is 4/12
-}
-
 void fill(std::vector<std::uint16_t>& x, std::size_t n, splitmix64_generator g, double mean, double sd) {
   x.resize(n);
-  for (std::uint16_t& e : x) e = to_bf16(mean + sd * unit_normal(g));
+  for (std::uint16_t& e : x) e = to_bf16(mean + sd * irwin_hall4_unit(g));
 }
 
-/// A uniform index below n (n > 0); the modulo bias of a 64-bit draw is below 2^-32 for n < 2^32.
-std::size_t below(splitmix64_generator& g, std::size_t n) { return static_cast<std::size_t>(g.next() % n); }
 
 constexpr double do_mean = 0.5;
 
@@ -68,7 +59,7 @@ inputs draw(const workload& w) {
   std::vector<std::pair<std::size_t, std::size_t>> pairs;  // (a, b = a + 8), b increasing
   for (std::size_t base = 0; base + 8 < s.seq_k; base += 16) {
     const std::size_t span = std::min<std::size_t>(8, s.seq_k - base - 8);
-    const std::size_t a = base + below(g, span);
+    const std::size_t a = base + uniform_below(g, span);
     pairs.emplace_back(a, a + 8);
   }
   const std::uint16_t quarter = 125u << 7;  // 0.25: the binade [0.25, 0.5) holds quarter + 0 .. 127
@@ -77,8 +68,8 @@ inputs draw(const workload& w) {
       for (const auto& [ka, kb] : pairs) {
         for (std::size_t c = 0; c < s.dim; ++c) in.k[s.k_offset(b, kvh, kb) + c] = in.k[s.k_offset(b, kvh, ka) + c];
         for (std::size_t c = 0; c < s.dim_v; ++c) {
-          in.v[s.v_offset(b, kvh, ka) + c] = static_cast<std::uint16_t>(quarter + below(g, 128));
-          in.v[s.v_offset(b, kvh, kb) + c] = static_cast<std::uint16_t>(quarter + below(g, 128));
+          in.v[s.v_offset(b, kvh, ka) + c] = static_cast<std::uint16_t>(quarter + uniform_below(g, 128));
+          in.v[s.v_offset(b, kvh, kb) + c] = static_cast<std::uint16_t>(quarter + uniform_below(g, 128));
         }
         ++in.planted_pairs;
       }
@@ -98,9 +89,9 @@ inputs draw(const workload& w) {
         std::size_t eligible = 0;
         while (eligible < pairs.size() && pairs[eligible].second < vis) ++eligible;
         if (eligible == 0) continue;
-        const std::size_t a = pairs[below(g, eligible)].first;
+        const std::size_t a = pairs[uniform_below(g, eligible)].first;
         for (std::size_t c = 0; c < s.dim; ++c)
-          in.q[s.q_offset(b, h, i) + c] = to_bf16(2.0 * bf16_value(in.k[s.k_offset(b, kvh, a) + c]) + 0.5 * unit_normal(g));
+          in.q[s.q_offset(b, h, i) + c] = to_bf16(2.0 * bf16_value(in.k[s.k_offset(b, kvh, a) + c]) + 0.5 * irwin_hall4_unit(g));
         ++in.planted_rows;
       }
     }

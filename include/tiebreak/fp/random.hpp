@@ -50,6 +50,20 @@ class splitmix64_generator {
   std::uint64_t state_;
 };
 
+/// A uniform index below n (n > 0): one draw modulo n, whose bias is below n / 2^64 (2^-32 for
+/// n < 2^32). For seeded sampling (token streams, planted positions), not for cryptography.
+TIEBREAK_HDC std::uint64_t uniform_below(splitmix64_generator& g, std::uint64_t n) noexcept { return g.next() % n; }
+
+/// A zero-mean, unit-variance draw: four 24-bit uniforms summed (exact in double: 26 significant
+/// bits), centred, times √3 (rounded to double once, as the product is). The Irwin–Hall shape of a
+/// normal with its tails cut at ±2√3; no libm, so the same values under every compiler and platform
+/// (the CLI's attention inputs and the causal experiment's initial weights are drawn with it).
+TIEBREAK_HDC double irwin_hall4_unit(splitmix64_generator& g) noexcept {
+  double s = 0;
+  for (int i = 0; i < 4; ++i) s += static_cast<double>(g.next() >> 40) * 0x1p-24;
+  return (s - 2.0) * 1.7320508075688772;  // the sum's variance is 4/12
+}
+
 // ---- Philox4x32-10 ------------------------------------------------------------------------------
 
 /// Four 32-bit words: a Philox counter or output block (w[0] is Random123's ctr.v[0], cuRAND's .x).

@@ -201,6 +201,26 @@ TEST(FlashGpu, ForwardBitIdenticalToTwin) {
   compare_all(false);
 }
 
+// The launchers sum the probe's block counters per head on the device, staging 128 blocks at a time:
+// 129 query tiles of one head (8 256 rows) take two chunks, the second of one block. Short keys keep
+// the twin's share small; planted rows give repeated maxima and P-bar == 1 events to count.
+TEST(FlashGpu, ProbeCountersOfMoreThan128BlocksPerHead) {
+  TIEBREAK_REQUIRE_GPU();
+  const shape s{1, 2, 1, 129 * fwd_rows, 64, 64, 64};
+  const problem p{s, mask_kind::none, 0.125};
+  const tensors in = inputs(s, 11, true);
+  for (out_mode m : {out_mode::bf16, out_mode::debias}) {
+    const flash_options opt{m, score_scaling::unfused, 2.0f, 99, 1e-3f};
+    tensors h = in, d = in;
+    run_host(h, p, opt, true, false);
+    run_device(d, p, opt, true, false);
+    EXPECT_EQ(mismatches(h.o, d.o), 0u) << to_string(m);
+    EXPECT_EQ(h.counters, d.counters) << to_string(m);
+    if (m == out_mode::bf16) EXPECT_GT(h.counters[0].p_one, 0u) << "the planted head counts P-bar == 1 events";
+    EXPECT_EQ(h.counters[0].output_error.count + h.counters[1].output_error.count, s.o_size());
+  }
+}
+
 TEST(FlashGpu, ForwardAndBackwardBitIdenticalToTwin) {
   TIEBREAK_REQUIRE_GPU();
   compare_all(true);

@@ -3,6 +3,7 @@
 /// offset) mapping replayed step by step, and the per-step stochastic-rounding source.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <set>
 
@@ -159,6 +160,60 @@ TEST(random, sr_source_replaces_the_word_of_sr_only) {
   const round_result a = f32_bits_to(formats::bf16, 0x3f808000u, random_stream{7, 3}.sr(9));
   const round_result b = f32_bits_to(formats::bf16, 0x3f808000u, sr_t{philox_word(7, 3, 9)});
   EXPECT_EQ(a.bits, b.bits);
+}
+
+}  // namespace
+}  // namespace tiebreak
+
+// irwin_hall4_unit against an integer oracle: the four 24-bit draws summed as integers (exact), then
+// scaled, centred and multiplied by √3 in double. Also in constant expressions.
+namespace tiebreak {
+namespace {
+double irwin_hall4_oracle(splitmix64_generator& g) {
+  std::uint64_t s = 0;
+  for (int i = 0; i < 4; ++i) s += g.next() >> 40;
+  return (static_cast<double>(s) * 0x1p-24 - 2.0) * 1.7320508075688772;
+}
+constexpr double first_irwin_hall4(std::uint64_t seed) {
+  splitmix64_generator g(seed);
+  return irwin_hall4_unit(g);
+}
+static_assert(first_irwin_hall4(1) >= -3.4641016151377544 && first_irwin_hall4(1) <= 3.4641016151377544);
+
+TEST(random, irwin_hall4_unit_matches_an_integer_oracle_and_has_unit_moments) {
+  splitmix64_generator g(2026), o(2026);
+  constexpr int n = 1 << 16;
+  double sum = 0, sum_sq = 0;
+  for (int i = 0; i < n; ++i) {
+    const double x = irwin_hall4_unit(g);
+    ASSERT_EQ(x, irwin_hall4_oracle(o)) << i;
+    ASSERT_LE(std::abs(x), 2 * 1.7320508075688772) << i;
+    sum += x;
+    sum_sq += x * x;
+  }
+  EXPECT_EQ(g.state(), o.state());  // four draws per value
+  const double mean = sum / n, var = sum_sq / n - mean * mean;
+  EXPECT_LT(std::abs(mean), 4.0 / std::sqrt(double{n}));  // 4 sigma of the sample mean
+  EXPECT_NEAR(var, 1.0, 0.03);  // the sample variance's sd is about sqrt(0.8 / n) = 0.0035
+  splitmix64_generator h(1);
+  EXPECT_EQ(irwin_hall4_unit(h), first_irwin_hall4(1));
+}
+
+TEST(random, uniform_below_stays_below_and_reaches_every_value) {
+  splitmix64_generator g(7);
+  int hits[7] = {};
+  for (int i = 0; i < 7000; ++i) {
+    const std::uint64_t v = uniform_below(g, 7);
+    ASSERT_LT(v, 7u);
+    ++hits[v];
+  }
+  for (int v = 0; v < 7; ++v) {  // expected 1000 each, sd about 29
+    EXPECT_GT(hits[v], 850) << v;
+    EXPECT_LT(hits[v], 1150) << v;
+  }
+  splitmix64_generator a(3), b(3);
+  EXPECT_EQ(uniform_below(a, 1), 0u);
+  EXPECT_EQ(uniform_below(b, 1000003), splitmix64(3) % 1000003);  // the first draw of seed 3 is splitmix64(3)
 }
 
 }  // namespace
