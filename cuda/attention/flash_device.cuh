@@ -165,26 +165,25 @@ struct device_backend {
 };
 
 /// Per-head sums of the probe's block counters: a block per head, whose threads stage the head's
-/// counters in shared memory, 128 at a time (coalesced), and whose thread 0 merges them in block order
-/// from zero, i.e. attn::head_block_sum, as the twin sums them. (A thread per head reading global
-/// memory in that order waited on one load per block: 226 us for 16 heads of 256 blocks, S = 16k.)
-/// A template so that the two launcher files that include this header each have their own instance.
+/// counters in shared memory, 128 at a time (coalesced), and whose thread 0 adds them to the head's
+/// sum from zero in block order (attn::add_block_counters_in_order, as the twin sums them). (A thread
+/// per head reading global memory in that order waited on one load per block: 226 us for 16 heads of
+/// 256 blocks, S = 16k.) A template so that the two launcher files that include this header each have
+/// their own instance.
 template <class Counters>
 __global__ void __launch_bounds__(128) head_block_sum_kernel(const Counters* partial, std::size_t per_head, Counters* sums) {
-  constexpr int chunk = 128;
+  constexpr std::size_t chunk = 128;
   __shared__ Counters staged[chunk];
-  const std::size_t i = blockIdx.x;
-  const Counters* head = partial + i * per_head;
+  const Counters* head = partial + static_cast<std::size_t>(blockIdx.x) * per_head;
   Counters sum{};
   for (std::size_t j0 = 0; j0 < per_head; j0 += chunk) {
     const std::size_t n = per_head - j0 < chunk ? per_head - j0 : chunk;
     if (threadIdx.x < n) staged[threadIdx.x] = head[j0 + threadIdx.x];
     __syncthreads();
-    if (threadIdx.x == 0)
-      for (std::size_t j = 0; j < n; ++j) sum.merge(staged[j]);
+    if (threadIdx.x == 0) attn::add_block_counters_in_order(sum, staged, n);
     __syncthreads();
   }
-  if (threadIdx.x == 0) sums[i] = sum;
+  if (threadIdx.x == 0) sums[blockIdx.x] = sum;
 }
 
 /// The probe's per-block counters of one launch: n_heads · per_head entries that the kernel writes
@@ -195,17 +194,15 @@ struct block_counters {
   block_counters(const attn::flash_args& a, std::size_t per_head_, bool probed, cudaStream_t st, const cuda_check& check)
       : n_heads(a.prob.shape.batch * a.prob.shape.heads),
         per_head(per_head_),
-        buf(probed ? n_heads * per_head + n_heads : 1, st, check) {}
+        buf(probed ? n_heads * per_head + n_heads : 0, st, check) {}
+  /// Where the kernel writes its block counters; null when unprobed (nothing allocated).
   [[nodiscard]] probe::head_counters* partial() const noexcept { return buf.data(); }
 
   /// After the probed kernel was launched on `st`: its counters summed per head on the device,
   /// the n_heads sums copied back (the stream synchronised, kernel errors thrown as `what`) and added
-  /// to a.counters. Same bits as the twin's attn::merge_block_counters.
+  /// to a.counters. Same bits as the twin's attn::merge_block_counters. (n_heads > 0: flash_check
+  /// refuses empty shapes.)
   void add_to(const attn::flash_args& a, cudaStream_t st, const cuda_check& check, const char* what) const {
-    if (n_heads == 0) {  // nothing launched a block: only the stream's errors to collect
-      check(cudaStreamSynchronize(st), what);
-      return;
-    }
     probe::head_counters* sums = buf.data() + n_heads * per_head;
     head_block_sum_kernel<<<static_cast<unsigned>(n_heads), 128, 0, st>>>(buf.data(), per_head, sums);
     check(cudaGetLastError(), "launch the counters' sum");

@@ -40,7 +40,6 @@ void fill(std::vector<std::uint16_t>& x, std::size_t n, splitmix64_generator g, 
   for (std::uint16_t& e : x) e = to_bf16(mean + sd * irwin_hall4_unit(g));
 }
 
-
 constexpr double do_mean = 0.5;
 
 }  // namespace

@@ -47,6 +47,7 @@
 /// full description, the tile sizes, and what each probe counter means.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -244,9 +245,7 @@ inline constexpr int fwd_min_blocks = 3;
 /// no more than an empty-probe one (3 blocks per SM at D = 128: 3 x 64 KB of the H200's 228 KB).
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_smem_bytes =
-    std::size_t{4} * fwd_keys * D * 2 > sizeof(probe::head_counters) * fwd_threads || !Probed
-        ? std::size_t{4} * fwd_keys * D * 2
-        : sizeof(probe::head_counters) * fwd_threads;
+    std::max(std::size_t{4} * fwd_keys * D * 2, Probed ? sizeof(probe::head_counters) * fwd_threads : std::size_t{0});
 
 /// Offset of element (r, c) in a swizzled R x C bf16 tile (C = 64 or 128): the 16-byte chunk
 /// c / 8 of row r is stored at chunk (c / 8) xor (r mod 8), so that the 8 rows an 8-lane group of a
@@ -372,22 +371,25 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void write_block_counters(Be& be, probe::head_c
   });
 }
 
-/// The sum of head i's block counters, blocks[i · per_head + j] for j = 0, 1, .., per_head − 1 in that
-/// order, from zero: the twin's, and the order the launchers' per-head sum kernel keeps on the device
-/// (cuda/attention/flash_device.cuh, head_block_sum_kernel), so that the double sums agree bit for bit.
-TIEBREAK_FORCEINLINE TIEBREAK_HD probe::head_counters head_block_sum(const probe::head_counters* blocks, std::size_t per_head,
-                                                                      std::size_t i) noexcept {
-  probe::head_counters sum{};
-  for (std::size_t j = 0; j < per_head; ++j) sum.merge(blocks[i * per_head + j]);
-  return sum;
+/// Adds n block counters to `sum` one after another, blocks[0] first: the one order in which a
+/// head's block counters are summed, from zero, by the twin (merge_block_counters) and by the
+/// launchers' per-head sum kernel (cuda/attention/flash_device.cuh, which feeds it 128 blocks at a
+/// time), so that the double sums agree bit for bit.
+TIEBREAK_FORCEINLINE TIEBREAK_HD void add_block_counters_in_order(probe::head_counters& sum, const probe::head_counters* blocks,
+                                                                  std::size_t n) noexcept {
+  for (std::size_t j = 0; j < n; ++j) sum.merge(blocks[j]);
 }
 
 /// Adds the probe's per-block counters to the caller's per-head table a.counters: blocks[i · per_head
-/// + j] is block j of head i (b · heads + h); each head's blocks are summed by head_block_sum before
-/// the sum is added (the twin; the launchers add the sums the device computed). Host only.
+/// + j] is block j of head i (b · heads + h); each head's blocks are summed from zero in block order
+/// before the sum is added (the twin; the launchers add the sums the device computed). Host only.
 inline void merge_block_counters(const flash_args& a, const probe::head_counters* blocks, std::size_t per_head) noexcept {
   const std::size_t bh = a.prob.shape.batch * a.prob.shape.heads;
-  for (std::size_t i = 0; i < bh; ++i) a.counters[i].merge(head_block_sum(blocks, per_head, i));
+  for (std::size_t i = 0; i < bh; ++i) {
+    probe::head_counters sum{};
+    add_block_counters_in_order(sum, blocks + i * per_head, per_head);
+    a.counters[i].merge(sum);
+  }
 }
 
 // --- the forward pass ----------------------------------------------------------------------------------

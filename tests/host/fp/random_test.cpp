@@ -162,13 +162,8 @@ TEST(random, sr_source_replaces_the_word_of_sr_only) {
   EXPECT_EQ(a.bits, b.bits);
 }
 
-}  // namespace
-}  // namespace tiebreak
-
 // irwin_hall4_unit against an integer oracle: the four 24-bit draws summed as integers (exact), then
 // scaled, centred and multiplied by √3 in double. Also in constant expressions.
-namespace tiebreak {
-namespace {
 double irwin_hall4_oracle(splitmix64_generator& g) {
   std::uint64_t s = 0;
   for (int i = 0; i < 4; ++i) s += g.next() >> 40;

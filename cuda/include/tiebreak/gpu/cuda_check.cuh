@@ -41,17 +41,19 @@ class device_buffer {
   T* ptr_ = nullptr;
 };
 
-/// n elements of T (at least one) from the stream-ordered pool (cudaMallocAsync), freed in the same
-/// stream's order (cudaFreeAsync) on every path. For memory a launcher needs per call: once the pool
-/// holds it, allocating costs no device-wide synchronisation, as cudaMalloc and cudaFree do (they
-/// made up much of the probed forward's fixed cost per call at short sequences). Uninitialised.
+/// n elements of T from the stream-ordered pool (cudaMallocAsync), freed in the same stream's order
+/// (cudaFreeAsync) on every path; n = 0 allocates nothing (data() is null). For memory a launcher
+/// needs per call: once the pool holds it, allocating costs no device-wide synchronisation, as
+/// cudaMalloc and cudaFree do. Uninitialised.
 template <class T>
 class stream_buffer {
  public:
   stream_buffer(std::size_t n, cudaStream_t stream, const cuda_check& check) : stream_(stream) {
-    check(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), (n ? n : 1) * sizeof(T), stream), "cudaMallocAsync");
+    if (n) check(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), n * sizeof(T), stream), "cudaMallocAsync");
   }
-  ~stream_buffer() { cudaFreeAsync(ptr_, stream_); }
+  ~stream_buffer() {
+    if (ptr_) cudaFreeAsync(ptr_, stream_);
+  }
   stream_buffer(const stream_buffer&) = delete;
   stream_buffer& operator=(const stream_buffer&) = delete;
   [[nodiscard]] T* data() const noexcept { return ptr_; }
