@@ -47,7 +47,6 @@
 /// full description, the tile sizes, and what each probe counter means.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -245,7 +244,9 @@ inline constexpr int fwd_min_blocks = 3;
 /// no more than an empty-probe one (3 blocks per SM at D = 128: 3 x 64 KB of the H200's 228 KB).
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_smem_bytes =
-    std::max(std::size_t{4} * fwd_keys * D * 2, Probed ? sizeof(probe::head_counters) * fwd_threads : std::size_t{0});
+    Probed && sizeof(probe::head_counters) * fwd_threads > std::size_t{4} * fwd_keys * D * 2
+        ? sizeof(probe::head_counters) * fwd_threads  // the counters' tree, when larger than the tiles
+        : std::size_t{4} * fwd_keys * D * 2;
 
 /// Offset of element (r, c) in a swizzled R x C bf16 tile (C = 64 or 128): the 16-byte chunk
 /// c / 8 of row r is stored at chunk (c / 8) xor (r mod 8), so that the 8 rows an 8-lane group of a
