@@ -395,7 +395,7 @@ fi
 # forward kernels and of the probe's per-head sum, its duration on the GPU, registers, occupancy and
 # achieved warps, for the forward with the probe off and on (default: bf16, S = 1k and 16k, causal,
 # B·S = 16k, H = 16, D = 128, one warm-up and one timed call; TIEBREAK_NCU_ARGS replaces those
-# options). Set against the bench's wall time per call, it splits a probed call's extra cost into
+# options; TIEBREAK_NCU_SOURCE=1 adds per-instruction counters, below). Set against the bench's wall time per call, it splits a probed call's extra cost into
 # the kernel's and the launcher's. ncu's CSV rows and the bench's JSON lines into $OUTDIR/attn-ncu.txt.
 if want attn-ncu; then
   N_TXT="$OUTDIR/attn-ncu.txt"; : >"$N_TXT"
@@ -411,6 +411,20 @@ if want attn-ncu; then
       --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size \
       "$ab_bin" "${n_args[@]}" >>"$N_TXT" 2>&1
     say "attn-ncu: exit $? in $(( $(date +%s) - t0 ))s; $N_TXT"
+    if [ -n "${TIEBREAK_NCU_SOURCE:-}" ] && [ "$(left)" -gt 60 ]; then
+      # Where inside the kernel: per SASS instruction, executions and warp-stall samples (SourceCounters),
+      # with the warp-state and instruction-mix sections, for the first forward launch of each probe setting
+      # (attn-ncu-source.csv: ncu's source page, one table per kernel; attn-ncu-details.txt: the sections).
+      t0=$(date +%s); rep="$OUTDIR/attn-ncu-src"
+      timeout $(( $(left) - 30 )) "$ncu_bin" -f -o "$rep" -k regex:flash_forward \
+        --section SourceCounters --section WarpStateStats --section InstructionStats --section SchedulerStats --section LaunchStats \
+        --metrics smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,smsp__inst_executed.sum,smsp__thread_inst_executed_per_inst_executed.ratio \
+        "$ab_bin" "${n_args[@]}" >>"$LOG" 2>&1
+      "$ncu_bin" -i "$rep.ncu-rep" --page details >"$OUTDIR/attn-ncu-details.txt" 2>&1
+      "$ncu_bin" -i "$rep.ncu-rep" --page source --print-source sass --csv >"$OUTDIR/attn-ncu-source.csv" 2>&1
+      rm -f "$rep.ncu-rep"
+      say "attn-ncu: source counters in $(( $(date +%s) - t0 ))s; $OUTDIR/attn-ncu-source.csv"
+    fi
   else
     say "attn-ncu: attention_bench did not build; see $LOG"; status=1
   fi

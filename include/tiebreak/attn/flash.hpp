@@ -17,6 +17,7 @@
 ///                         thread's fragments {a[4], b[2], c[4]}; c = A B + C per the PTX layout
 ///   be.quad_max/quad_sum/quad_count(f)   butterfly over the 4 lanes of a quad (xor 1, then xor 2):
 ///                         v = op(v, v^1); v = op(v, v^2); f(tid) gives the thread's value
+///   be.pair_swap(f)       v = v of lane ^ 1 (a 32-bit word; shfl.xor 1), f(tid) gives the thread's value
 ///   be.load_tile<R, C>(dst, src, valid_rows)   R x C bf16 rows from global into the swizzled shared
 ///                         tile (rows >= valid_rows are zero); async on the device, then
 ///   be.load_floats<N>(dst, src, valid)         N floats from global into shared memory (elements
@@ -62,8 +63,12 @@
 #if defined(__CUDA_ARCH__)
 /// Fully unrolls a loop over register fragments (indices must be constants to stay in registers).
 #define TIEBREAK_UNROLL _Pragma("unroll")
+/// Keeps a rarely taken loop rolled (the probe's row dumps): a few instructions instead of an
+/// unrolled body in the middle of the tile loop, whose size the instruction cache pays for.
+#define TIEBREAK_ROLLED _Pragma("unroll 1")
 #else
 #define TIEBREAK_UNROLL
+#define TIEBREAK_ROLLED
 #endif
 
 namespace tiebreak::attn {
@@ -321,32 +326,83 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void c_to_a_bf16(std::uint32_t (&a)[NB / 2][4],
     }
 }
 
-/// The error of a bf16 result `r` against the f32 value `x` it was rounded from, in ulps of bf16 at
-/// r (2^(e_r − 7), e_r the exponent of r; 2^−133 for zeros and subnormals). Exact: r − x is exact in
-/// f32 (|r − x| < one bf16 ulp) and the scaling is a power of two, done in double.
-TIEBREAK_FORCEINLINE TIEBREAK_HD float bf16_error_ulps(std::uint16_t r, float x) noexcept {
-  const float rf = bits_to_f32(static_cast<std::uint32_t>(r) << 16);
-  const float d = f32::sub_rn(rf, x);
-  int e = static_cast<int>((r >> 7) & 0xffu);
-  e = e == 0 ? -133 : e - 127 - 7;
-  const double s = bits_to_f64(static_cast<std::uint64_t>(1023 - e) << 52);  // 2^-e, exact
-  return static_cast<float>(static_cast<double>(d) * s);
+/// The error r − x of a bf16 result `r` rounded (to nearest or stochastically) from the f32 value `x`,
+/// as the integer k = (r − x) / ulp · 2^17, ulp the bf16 ulp at r (2^(e_r − 7), e_r the exponent of r;
+/// 2^−133 for zeros and subnormals). Exact, in integer operations on the two encodings: r lies in x's
+/// binade or is the first value of the next one, so r − x is the difference of the encodings in
+/// units of x's f32 ulp, which is 2^−16 of r's bf16 ulp in the same binade (k = 2 Δ) and 2^−17 across
+/// the boundary (k = Δ); subnormals count as exponent 1. |k| <= 2^17 (2^16 to nearest). Both finite:
+/// the caller checks (bf16_error_finite).
+TIEBREAK_FORCEINLINE TIEBREAK_HD std::int32_t bf16_error_units(std::uint16_t r, float x) noexcept {
+  const std::uint32_t rb = static_cast<std::uint32_t>(r) << 16, xb = f32_to_bits(x);
+  const std::int32_t d = static_cast<std::int32_t>((rb & 0x7fffffffu) - (xb & 0x7fffffffu));  // |r| − |x| in x's ulps
+  const std::uint32_t er = (rb >> 23) & 0xffu, ex = (xb >> 23) & 0xffu;
+  const int across = er > (ex > 1u ? ex : 1u) ? 1 : 0;  // x subnormal: exponent 1, as r's ulp
+  const std::int32_t k = static_cast<std::int32_t>(static_cast<std::uint32_t>(d) << (1 - across));
+  return (xb >> 31) != 0 ? -k : k;
 }
 
+/// Whether a bf16 result and the f32 it came from are both finite (the pairs whose error counts).
+TIEBREAK_FORCEINLINE TIEBREAK_HD bool bf16_error_finite(std::uint16_t r, float x) noexcept {
+  return (r & 0x7f80u) != 0x7f80u && (f32_to_bits(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+/// The same error in bf16 ulps at r: k · 2^−17, exact in a float.
+TIEBREAK_FORCEINLINE TIEBREAK_HD float bf16_error_ulps(std::uint16_t r, float x) noexcept {
+  return f32::mul_rn(static_cast<float>(bf16_error_units(r, x)), 0x1p-17f);
+}
+
+/// Output rounding errors of one thread, summed exactly in integers: each error is k · 2^−17 ulp
+/// (output_error_event::error_units, |k| <= 2^17), the sums are Σ k (32 bits: at most 2^14 errors,
+/// a forward thread has D / 2 <= 64) and Σ k² (64 bits). moments() turns them into the probe's signed
+/// moments; the double sums of those errors added one by one are exact too (at most 2^19 of them), so
+/// the result is the same bits as that.
+struct error_units_tally {
+  std::int32_t sum = 0;
+  std::uint64_t sum_sq = 0;
+  std::uint32_t count = 0, positive = 0, negative = 0;
+  TIEBREAK_FORCEINLINE TIEBREAK_HD void add(std::int32_t k) noexcept {
+    const auto u = static_cast<std::uint32_t>(k);
+    const std::uint32_t mag = k < 0 ? 0u - u : u;
+    sum += k;
+    sum_sq += static_cast<std::uint64_t>(mag) * mag;
+    ++count;
+    negative += u >> 31;          // the sign bit of k
+    positive += (0u - u) >> 31;   // the sign bit of −k (|k| <= 2^17: no overflow)
+  }
+  [[nodiscard]] TIEBREAK_FORCEINLINE TIEBREAK_HD probe::signed_moments moments() const noexcept {
+    probe::signed_moments m;
+    m.count = count;
+    m.positive = positive;
+    m.negative = negative;
+    m.sum = static_cast<double>(sum) * 0x1p-17;        // exact, then a power of two
+    m.sum_sq = static_cast<double>(sum_sq) * 0x1p-34;  // exact below 2^53 (fewer than 2^19 errors)
+    return m;
+  }
+};
+
 /// A probe that counts into the counters it holds (one per thread of a kernel; merged per block
-/// in thread order, then per head in block order: the same sums on host and device).
+/// in thread order, then per head in block order: the same sums on host and device). P-bar == 1
+/// events and output errors are counted in 32-bit / integer registers and folded into the
+/// head_counters by counters().
 struct thread_counting_probe {
   static constexpr bool enabled = true;
-  probe::head_counters c;
+  probe::head_counters c;  ///< repeated maxima and delta errors
+  std::uint32_t p_one = 0;
+  error_units_tally output;
   TIEBREAK_FORCEINLINE TIEBREAK_HD void on_repeated_max(const probe::repeated_max_event& e) noexcept {
     c.repeated_max_exact += e.exact > 1 ? 1 : 0;
     c.repeated_max_near += e.near > 1 ? 1 : 0;
   }
-  TIEBREAK_FORCEINLINE TIEBREAK_HD void on_p_one(const probe::p_one_event&) noexcept { ++c.p_one; }
-  TIEBREAK_FORCEINLINE TIEBREAK_HD void on_output_error(const probe::output_error_event& e) noexcept {
-    c.output_error.add(static_cast<double>(e.error_ulps));
-  }
+  TIEBREAK_FORCEINLINE TIEBREAK_HD void on_p_one(const probe::p_one_event&) noexcept { ++p_one; }
+  TIEBREAK_FORCEINLINE TIEBREAK_HD void on_output_error(const probe::output_error_event& e) noexcept { output.add(e.error_units); }
   TIEBREAK_FORCEINLINE TIEBREAK_HD void on_delta_error(const probe::delta_error_event& e) noexcept { c.delta_error.add(e.error()); }
+  [[nodiscard]] TIEBREAK_FORCEINLINE TIEBREAK_HD probe::head_counters counters() const noexcept {
+    probe::head_counters r = c;
+    r.p_one += p_one;
+    r.output_error.merge(output.moments());
+    return r;
+  }
 };
 
 /// Probe: the counters of the block's T threads (counters(tid)) merged through `sc` (T entries of
@@ -442,6 +498,8 @@ struct fwd_regs {
   std::uint32_t near[2];  ///< scores within the tolerance of it (quad total)
   std::uint32_t tc[2], tn[2];
   int dslot[2];           ///< probe: the row's place in flash_args::dump.rows, or -1
+  std::uint32_t rw[DN / 2][2];  ///< stochastic, epilogue: the thread's random words of dn = 2 j + (t & 1)
+  std::uint32_t rx[DN / 2][2];  ///< and those of dn = 2 j + 1 − (t & 1), from its neighbour t ^ 1
   Probe pr;
 };
 
@@ -594,16 +652,19 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         // Every score of the thread is <= the quad's tile maximum: when that lies below the
         // threshold, no score can count, and the loop is skipped (most tiles, once the row's
         // maximum has settled). Exact: the counts are 0 either way.
-        if (r.tmax[x] >= (Probe::enabled ? lo : mn)) {
+        // The comparisons as bit masks (one bit per score), then a population count each: a compare
+        // and a logic operation per score instead of a chain of conditional increments.
+        if (r.tmax[x] >= (Probe::enabled ? lo : mn) && mn != -f32::inf) {
+          static_assert(2 * NB <= 32, "a score per bit");
+          std::uint32_t me = 0, mnear = 0;
           TIEBREAK_UNROLL
-          for (int nb = 0; nb < NB; ++nb) {
-            TIEBREAK_UNROLL
-            for (int e = 0; e < 2; ++e) {
-              const float sv = r.s[nb][2 * x + e];
-              ce += sv == mn && mn != -f32::inf ? 1u : 0u;
-              if constexpr (Probe::enabled) cn += sv >= lo && mn != -f32::inf ? 1u : 0u;
-            }
+          for (int i = 0; i < 2 * NB; ++i) {
+            const float sv = r.s[i >> 1][2 * x + (i & 1)];
+            me |= (sv == mn ? 1u : 0u) << i;
+            if constexpr (Probe::enabled) mnear |= (sv >= lo ? 1u : 0u) << i;
           }
+          ce = static_cast<std::uint32_t>(popcount32(me));
+          if constexpr (Probe::enabled) cn = static_cast<std::uint32_t>(popcount32(mnear));
         }
         r.tc[x] = ce;
         r.tn[x] = cn;
@@ -641,21 +702,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         float l = f32::mul_rn(r.l[x], alpha);
         const int row = q0 + 16 * w + g + 8 * x;
         // Probe, on dumped rows only (a branch per row, found once before the tiles): the raw
-        // scores and the offset in force, before P-bar overwrites the scores.
-        auto dump = [&](float* dst, auto value) {
-          TIEBREAK_UNROLL
-          for (int nb = 0; nb < NB; ++nb)
-            TIEBREAK_UNROLL
-            for (int e = 0; e < 2; ++e) {
-              const int key = k0 + 8 * nb + 2 * t + e;
-              if (key < seq_k)
-                dst[static_cast<std::size_t>(r.dslot[x]) * sh.seq_k + static_cast<std::size_t>(key)] = value(r.s[nb][2 * x + e]);
-            }
-        };
+        // scores kept before P-bar overwrites them, then written with the offset in force and P-bar
+        // by one rolled loop (below), through per-thread memory indexed at run time.
+        [[maybe_unused]] float raw[2 * NB];
         if constexpr (Probe::enabled) {
           if (r.dslot[x] >= 0) {
-            if (a.dump.score) dump(a.dump.score, [](float sv) { return sv; });
-            if (a.dump.offset) dump(a.dump.offset, [on](float) { return on; });
+            TIEBREAK_UNROLL
+            for (int i = 0; i < 2 * NB; ++i) raw[i] = r.s[i >> 1][2 * x + (i & 1)];
           }
         }
         TIEBREAK_UNROLL
@@ -669,7 +722,21 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         }
         r.l[x] = l;
         if constexpr (Probe::enabled) {
-          if (r.dslot[x] >= 0 && a.dump.pbar) dump(a.dump.pbar, [](float p) { return p; });
+          if (r.dslot[x] >= 0) {
+            float pbar[2 * NB];
+            TIEBREAK_UNROLL
+            for (int i = 0; i < 2 * NB; ++i) pbar[i] = r.s[i >> 1][2 * x + (i & 1)];
+            const std::size_t at = static_cast<std::size_t>(r.dslot[x]) * sh.seq_k;
+            TIEBREAK_ROLLED
+            for (int i = 0; i < 2 * NB; ++i) {
+              const int key = k0 + 8 * (i >> 1) + 2 * t + (i & 1);
+              if (key >= seq_k) continue;
+              const std::size_t j = at + static_cast<std::size_t>(key);
+              if (a.dump.score) a.dump.score[j] = raw[i];
+              if (a.dump.offset) a.dump.offset[j] = on;
+              if (a.dump.pbar) a.dump.pbar[j] = pbar[i];
+            }
+          }
           // P-bar == 1 needs x >= -2^-20 (exp2_sw(x) < 1 - 6e-7 below); x is non-decreasing in the
           // score under both scalings and the quad's tile maximum bounds the thread's scores, so
           // rows whose maximum lies further below the offset are skipped (most rows, most tiles).
@@ -718,13 +785,38 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
   // The row sums of the quad (thread partials, then xor 1, xor 2), normalisation, output.
   be.quad_sum([&](int tid) -> float& { return regs[be.slot(tid)].l[0]; });
   be.quad_sum([&](int tid) -> float& { return regs[be.slot(tid)].l[1]; });
-  be.for_threads([&](int tid) {
-    R& r = regs[be.slot(tid)];
-    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-    TIEBREAK_UNROLL
-    for (int x = 0; x < 2; ++x) {
+  TIEBREAK_UNROLL
+  for (int x = 0; x < 2; ++x) {
+    // stochastic: the random words of the row's output. Element (row, col) is rounded with word col & 3
+    // of the Philox block of counter (col >> 2, row, h, b); a thread's columns 8 dn + 2 t, + 1 take half
+    // of block 2 dn + (t >> 1), whose other half belongs to its neighbour t ^ 1. So each of the pair
+    // computes one block of every two (the even thread for dn = 2 j, the odd one for 2 j + 1), keeps
+    // its own half (rw) and swaps the other (rx) with its neighbour: half the Philox work, same words.
+    if constexpr (Mode == out_mode::stochastic) {
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3, odd = t & 1;
+        const auto row = static_cast<std::uint32_t>(q0 + 16 * w + g + 8 * x);
+        TIEBREAK_UNROLL
+        for (int j = 0; j < DN / 2; ++j) {
+          const philox_block rb = philox{a.opt.seed}(static_cast<std::uint32_t>(4 * j + 2 * odd + (t >> 1)), row,
+                                                     static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
+          r.rw[j][0] = odd ? rb.w[2] : rb.w[0];
+          r.rw[j][1] = odd ? rb.w[3] : rb.w[1];
+          r.rx[j][0] = odd ? rb.w[0] : rb.w[2];
+          r.rx[j][1] = odd ? rb.w[1] : rb.w[3];
+        }
+      });
+      TIEBREAK_UNROLL
+      for (int j = 0; j < DN / 2; ++j)
+        TIEBREAK_UNROLL
+        for (int i = 0; i < 2; ++i) be.pair_swap([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].rx[j][i]; });
+    }
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
       const int row = q0 + 16 * w + g + 8 * x;
-      if (row >= seq_q) continue;
+      if (row >= seq_q) return;
       const float l = r.l[x];
       const bool empty = l == 0.0f || f32::is_nan(l);
       const float inv = empty ? 1.0f : f32::div_rn(1.0f, l);
@@ -734,10 +826,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         const int col0 = 8 * dn + 2 * t;  // even: the pair (col0, col0 + 1) is stored as one word
         float of[2];
         std::uint16_t ob[2] = {0, 0};
-        philox_block rb{};  // stochastic: one block of four words covers columns (col0 & ~3) .. + 3
-        if constexpr (Mode == out_mode::stochastic)
-          rb = philox{a.opt.seed}(static_cast<std::uint32_t>(col0 >> 2), static_cast<std::uint32_t>(row),
-                                  static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
+        // stochastic: the words of columns col0, col0 + 1 (above), the thread's own half or its neighbour's
+        const bool own = (dn & 1) == (t & 1);
+        [[maybe_unused]] const std::uint32_t rw0 = own ? r.rw[dn >> 1][0] : r.rx[dn >> 1][0];
+        [[maybe_unused]] const std::uint32_t rw1 = own ? r.rw[dn >> 1][1] : r.rx[dn >> 1][1];
         TIEBREAK_UNROLL
         for (int e = 0; e < 2; ++e) {
           const int col = col0 + e;
@@ -750,17 +842,17 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
             }
           } else {
             if constexpr (Mode == out_mode::stochastic) {
-              // word col & 3 = 2 (t & 1) + e, chosen with constant indices (a register, not a stack array)
-              ob[e] = f32_bits_to_bf16_sr(f32_to_bits(of[e]), (col & 2) != 0 ? rb.w[2 + e] : rb.w[e]);
+              ob[e] = f32_bits_to_bf16_sr(f32_to_bits(of[e]), e == 0 ? rw0 : rw1);
             } else {
               ob[e] = f32_bits_to_bf16_rne(f32_to_bits(of[e]));
             }
             if constexpr (Probe::enabled) {
-              const float rf = bits_to_f32(static_cast<std::uint32_t>(ob[e]) << 16);
-              if (rf - rf == 0.0f && of[e] - of[e] == 0.0f) {  // both finite
+              const std::int32_t k = bf16_error_units(ob[e], of[e]);  // computed either way: a select, not a branch
+              if (bf16_error_finite(ob[e], of[e])) {
                 r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
                                                                 static_cast<std::uint32_t>(row)},
-                                                               static_cast<std::uint32_t>(col), bf16_error_ulps(ob[e], of[e])});
+                                                               static_cast<std::uint32_t>(col),
+                                                               f32::mul_rn(static_cast<float>(k), 0x1p-17f), k});
               }
             }
           }
@@ -784,15 +876,15 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           }
         }
       }
-    }
-  });
+    });
+  }
 
   // Probe: the threads' counters merged by a pairwise tree, in the K/V tiles' shared memory: the
   // last tile's copies were waited for (wait<0>) and its closing barrier passed, so no warp reads
   // the tiles any more (and with no tile, nothing was copied).
   if constexpr (Probe::enabled)
     write_block_counters<fwd_threads>(be, reinterpret_cast<probe::head_counters*>(be.smem()),
-                                      [&](int tid) -> const probe::head_counters& { return regs[be.slot(tid)].pr.c; },
+                                      [&](int tid) { return regs[be.slot(tid)].pr.counters(); },
                                       block_counters);
 }
 
@@ -878,7 +970,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_delta_block(Be& be, const flash_args
   });
   if constexpr (Probe::enabled)
     write_block_counters<bwd_threads>(be, reinterpret_cast<probe::head_counters*>(be.smem()),
-                                      [&](int tid) -> const probe::head_counters& { return pr[be.slot(tid)].c; },
+                                      [&](int tid) { return pr[be.slot(tid)].counters(); },
                                       block_counters);
 }
 

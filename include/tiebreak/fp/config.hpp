@@ -49,6 +49,20 @@ TIEBREAK_HDI int clz64(std::uint64_t x) noexcept {
 #endif
 }
 
+/// Number of set bits (POPC on the device).
+TIEBREAK_HDI int popcount32(std::uint32_t x) noexcept {
+  if (std::is_constant_evaluated()) {
+    int n = 0;
+    for (; x != 0; x &= x - 1) ++n;
+    return n;
+  }
+#if defined(__CUDA_ARCH__)
+  return __popc(x);
+#else
+  return __builtin_popcount(x);
+#endif
+}
+
 /// Number of leading zero bits of a 128-bit value; 128 for zero.
 TIEBREAK_HDI int clz128(u128 x) noexcept {
   const auto hi = static_cast<std::uint64_t>(x >> 64);

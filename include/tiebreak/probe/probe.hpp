@@ -47,10 +47,14 @@ struct p_one_event {
 /// The rounding of one output element O[row, col] from its f32 accumulator to the output format:
 /// `error_ulps` = (rounded - accumulator) / ulp of the output format at the rounded value, signed
 /// (+ = the rounded value is larger). Exact in a float for outputs of 8 to 11 significant bits.
+/// `error_units`: for a bf16 output, the same error as the integer error_ulps · 2^17 (exact: the error
+/// of a bf16 rounding of an f32 is a multiple of 2^-17 ulp of at most one ulp), so that a probe can sum
+/// it exactly in integers; 0 for an f32 output (error 0).
 struct output_error_event {
   row_coord at;
   std::uint32_t col = 0;
   float error_ulps = 0;
+  std::int32_t error_units = 0;
 };
 
 /// delta[row] = rowsum(dO * O) of the backward pass, computed from the low-precision O (`delta`)

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tiebreak/emu/mma.hpp"
@@ -136,6 +137,11 @@ struct twin_backend {
   template <class F>
   void quad_sum(F&& f) {
     quad<float>(f, [](float a, float b) { return f32::add_rn(a, b); });
+  }
+  /// Each word with that of lane ^ 1, as shfl.xor 1 does.
+  template <class F>
+  void pair_swap(F&& f) {
+    for (int tid = 0; tid < T; tid += 2) std::swap(f(tid), f(tid + 1));
   }
   template <class F>
   void quad_count(F&& f) {

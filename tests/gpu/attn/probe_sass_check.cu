@@ -18,6 +18,10 @@ struct trap_probe {
   __device__ void on_p_one(const tiebreak::probe::p_one_event&) const { __trap(); }
   __device__ void on_output_error(const tiebreak::probe::output_error_event&) const { __trap(); }
   __device__ void on_delta_error(const tiebreak::probe::delta_error_event&) const { __trap(); }
+  __device__ tiebreak::probe::head_counters counters() const {
+    __trap();
+    return c;
+  }
 };
 #ifdef TIEBREAK_TRAP_PROBE
 using probe_t = trap_probe;
