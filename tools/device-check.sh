@@ -414,16 +414,19 @@ if want attn-ncu; then
     if [ -n "${TIEBREAK_NCU_SOURCE:-}" ] && [ "$(left)" -gt 60 ]; then
       # Where inside the kernel: per SASS instruction, executions and warp-stall samples (SourceCounters),
       # with the warp-state and instruction-mix sections, for the first forward launch of each probe setting
-      # (attn-ncu-source.csv: ncu's source page, one table per kernel; attn-ncu-details.txt: the sections).
+      # (attn-ncu-source.txt: the summary of ncu's source page; attn-ncu-details.txt: the sections).
       t0=$(date +%s); rep="$OUTDIR/attn-ncu-src"
       timeout $(( $(left) - 30 )) "$ncu_bin" -f -o "$rep" -k regex:flash_forward \
         --section SourceCounters --section WarpStateStats --section InstructionStats --section SchedulerStats --section LaunchStats \
         --metrics smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,smsp__inst_executed.sum,smsp__thread_inst_executed_per_inst_executed.ratio \
         "$ab_bin" "${n_args[@]}" >>"$LOG" 2>&1
       "$ncu_bin" -i "$rep.ncu-rep" --page details >"$OUTDIR/attn-ncu-details.txt" 2>&1
-      "$ncu_bin" -i "$rep.ncu-rep" --page source --print-source sass --csv >"$OUTDIR/attn-ncu-source.csv" 2>&1
+      "$ncu_bin" -i "$rep.ncu-rep" --page source --print-source sass --csv >"$BUILD/attn-ncu-source.csv" 2>&1
+      # megabytes per kernel: what comes back is its summary (before / in / after the tile loop, top
+      # instructions), tools/ncu-source-summary.py
+      "${TIEBREAK_PYTHON:-python3}" "$ROOT/tools/ncu-source-summary.py" "$BUILD/attn-ncu-source.csv" >"$OUTDIR/attn-ncu-source.txt" 2>&1
       rm -f "$rep.ncu-rep"
-      say "attn-ncu: source counters in $(( $(date +%s) - t0 ))s; $OUTDIR/attn-ncu-source.csv"
+      say "attn-ncu: source counters in $(( $(date +%s) - t0 ))s; $OUTDIR/attn-ncu-source.txt"
     fi
   else
     say "attn-ncu: attention_bench did not build; see $LOG"; status=1

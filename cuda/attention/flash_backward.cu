@@ -74,6 +74,7 @@ void gradients(const attn::flash_args& a, cudaStream_t st) {
 void attention_backward(const attn::flash_args& a, void* stream) {
   const attn::flash_error e = attn::flash_check(a, true);
   if (e != attn::flash_error::ok) throw std::invalid_argument(attn::error_text(e));
+  detail::check_alignment(a, true, "tiebreak::gpu::attention_backward");
   if (a.prob.shape.batch * a.prob.shape.heads > 65535)
     throw std::invalid_argument("tiebreak::gpu::attention_backward: batch * heads must be at most 65535");
   const auto st = static_cast<cudaStream_t>(stream);

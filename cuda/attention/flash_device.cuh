@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tiebreak/attn/flash.hpp"
@@ -126,6 +128,10 @@ struct device_backend {
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
                  : "r"(addr));
   }
+  /// Two adjacent bf16 encodings in one 4-byte load (the caller's index is even), p[0] in the low half.
+  __device__ __forceinline__ static std::uint32_t load_pair(const std::uint16_t* p) {
+    return __ldg(reinterpret_cast<const unsigned int*>(p));
+  }
   /// Two adjacent elements in one store (the caller's index is even: the address is 4- or 8-byte aligned).
   __device__ __forceinline__ static void store2(std::uint16_t* p, std::uint16_t lo, std::uint16_t hi) {
     *reinterpret_cast<std::uint32_t*>(p) = static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
@@ -218,5 +224,29 @@ struct block_counters {
     for (std::size_t i = 0; i < n_heads; ++i) a.counters[i].merge(host[i]);
   }
 };
+
+/// The kernels move rows of Q, K, V, dO and O with 16-byte copies and stores (cp.async, paired
+/// stores): each tensor the call uses must start on a 16-byte boundary (rows are 128 or 256 bytes, so
+/// then every row does). cudaMalloc and PyTorch allocations do; a view at an odd element offset does
+/// not, and would fault inside the kernel (a sticky error that ends the CUDA context), so it is
+/// refused here, before anything is launched, naming the tensor.
+inline void check_alignment(const attn::flash_args& a, bool backward, const char* who) {
+  auto need = [&](const void* p, const char* name) {
+    if (p != nullptr && reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+      throw std::invalid_argument(std::string(who) + ": tensor " + name +
+                                  " does not start on a 16-byte boundary (the kernels copy rows 16 bytes at a time)");
+  };
+  need(a.t.q, "q");
+  need(a.t.k, "k");
+  need(a.t.v, "v");
+  need(a.t.o_bf16, "o (bf16)");
+  need(a.t.o_f32, "o (f32)");
+  if (backward) {
+    need(a.t.dout, "dout");
+    need(a.t.dq, "dq");
+    need(a.t.dk, "dk");
+    need(a.t.dv, "dv");
+  }
+}
 
 }  // namespace tiebreak::gpu::detail

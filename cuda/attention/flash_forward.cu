@@ -52,6 +52,7 @@ bool attention_available() noexcept {
 void attention_forward(const attn::flash_args& a, void* stream) {
   const attn::flash_error e = attn::flash_check(a, false);
   if (e != attn::flash_error::ok) throw std::invalid_argument(attn::error_text(e));
+  detail::check_alignment(a, false, "tiebreak::gpu::attention_forward");
   const auto st = static_cast<cudaStream_t>(stream);
   attn::dispatch_forward(a, [&]<int D, attn::out_mode M, attn::score_scaling Sc, class Probe>() { launch<D, M, Sc, Probe>(a, st); });
 }

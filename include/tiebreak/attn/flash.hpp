@@ -27,6 +27,8 @@
 ///   be.smem()             the block's shared memory
 ///   be.store2(p, lo, hi)  p[0] = lo, p[1] = hi for bf16 encodings or floats (p even-indexed: one
 ///                         aligned 4- or 8-byte store on the device)
+///   be.load_pair(p)       pack2(p[0], p[1]) of two bf16 encodings (p even-indexed: one aligned 4-byte
+///                         load on the device)
 ///   be.load_a/load_b_nmajor/load_b_kmajor<C>(frag, tile, ...)   a fragment from a swizzled tile, with
 ///                         the semantics of the portable functions of the same name below (the
 ///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test);
@@ -496,7 +498,7 @@ struct fwd_regs {
   float tmax[2];          ///< tile: quad maximum
   std::uint32_t cnt[2];   ///< scores equal to the running maximum (quad total)
   std::uint32_t near[2];  ///< scores within the tolerance of it (quad total)
-  std::uint32_t tc[2], tn[2];
+  std::uint32_t tcount;   ///< this tile's repeats, a byte each: exact row 0, row 1, near row 0, row 1
   int dslot[2];           ///< probe: the row's place in flash_args::dump.rows, or -1
   std::uint32_t rw[DN / 2][2];  ///< stochastic, epilogue: the thread's random words of dn = 2 j + (t & 1)
   std::uint32_t rx[DN / 2][2];  ///< and those of dn = 2 j + 1 − (t & 1), from its neighbour t ^ 1
@@ -536,8 +538,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       for (int i = 0; i < 4; ++i) {
         const int row = q0 + 16 * w + g + 8 * (i & 1), col = 16 * kc + 2 * t + 8 * (i >> 1);
         if (row < seq_q) {
-          const std::uint16_t* src = a.t.q + sh.q_offset(b, h, row) + col;
-          r.q[kc][i] = pack2(src[0], src[1]);
+          r.q[kc][i] = be.load_pair(a.t.q + sh.q_offset(b, h, row) + col);  // col even: one 4-byte load
         } else {
           r.q[kc][i] = 0;
         }
@@ -666,16 +667,14 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           ce = static_cast<std::uint32_t>(popcount32(me));
           if constexpr (Probe::enabled) cn = static_cast<std::uint32_t>(popcount32(mnear));
         }
-        r.tc[x] = ce;
-        r.tn[x] = cn;
+        if (x == 0) r.tcount = 0;
+        r.tcount |= ce << (8 * x) | cn << (16 + 8 * x);
       }
     });
-    be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tc[0]; });
-    be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tc[1]; });
-    if constexpr (Probe::enabled) {
-      be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tn[0]; });
-      be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tn[1]; });
-    }
+    // The quad's totals, the four counts in one word (a quad's count is at most 4 · 2 NB = 64 < 2^8:
+    // no byte carries into the next), so one butterfly instead of four.
+    static_assert(4 * 2 * NB < 256, "a quad's count per byte");
+    be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tcount; });
     }
 
     // Online softmax: new maximum and offset, rescale factor, P-bar, row sums, P in bf16.
@@ -687,12 +686,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         const float mo = r.m[x];
         const float mn = f32::max(mo, r.tmax[x]);
         if constexpr (counting) {
+          const std::uint32_t tc = (r.tcount >> (8 * x)) & 0xffu, tn = (r.tcount >> (16 + 8 * x)) & 0xffu;
           if (mn > mo || mo == -f32::inf) {
-            r.cnt[x] = r.tc[x];
-            r.near[x] = r.tn[x];
+            r.cnt[x] = tc;
+            r.near[x] = tn;
           } else {
-            r.cnt[x] += r.tc[x];
-            r.near[x] += r.tn[x];
+            r.cnt[x] += tc;
+            r.near[x] += tn;
           }
         }
         const float on = row_offset<Mode>(mn, r.cnt[x], c);
@@ -831,9 +831,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         [[maybe_unused]] const std::uint32_t rw0 = own ? r.rw[dn >> 1][0] : r.rx[dn >> 1][0];
         [[maybe_unused]] const std::uint32_t rw1 = own ? r.rw[dn >> 1][1] : r.rx[dn >> 1][1];
         TIEBREAK_UNROLL
+        for (int e = 0; e < 2; ++e) of[e] = f32::mul_rn(r.o[dn][2 * x + e], inv);
+        if constexpr (Mode == out_mode::bf16 || Mode == out_mode::debias) {
+          // round to nearest-even, both at once (cvt.rn.bf16x2.f32 on the device: one instruction)
+          const std::uint32_t pk = Be::pack_bf16x2_rne(of[0], of[1]);
+          ob[0] = static_cast<std::uint16_t>(pk);
+          ob[1] = static_cast<std::uint16_t>(pk >> 16);
+        }
+        TIEBREAK_UNROLL
         for (int e = 0; e < 2; ++e) {
           const int col = col0 + e;
-          of[e] = f32::mul_rn(r.o[dn][2 * x + e], inv);
           if constexpr (Mode == out_mode::fp32) {
             if constexpr (Probe::enabled) {
               r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
@@ -841,11 +848,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
                                                              static_cast<std::uint32_t>(col), 0.0f});
             }
           } else {
-            if constexpr (Mode == out_mode::stochastic) {
-              ob[e] = f32_bits_to_bf16_sr(f32_to_bits(of[e]), e == 0 ? rw0 : rw1);
-            } else {
-              ob[e] = f32_bits_to_bf16_rne(f32_to_bits(of[e]));
-            }
+            if constexpr (Mode == out_mode::stochastic) ob[e] = f32_bits_to_bf16_sr(f32_to_bits(of[e]), e == 0 ? rw0 : rw1);
             if constexpr (Probe::enabled) {
               const std::int32_t k = bf16_error_units(ob[e], of[e]);  // computed either way: a select, not a branch
               if (bf16_error_finite(ob[e], of[e])) {

@@ -83,6 +83,7 @@ struct twin_backend {
     attn::load_b_kmajor<C>(b0, tile, k0, n0, lane);
     attn::load_b_kmajor<C>(b1, tile, k0, n0 + 8, lane);
   }
+  static std::uint32_t load_pair(const std::uint16_t* p) noexcept { return attn::pack2(p[0], p[1]); }
   /// Two adjacent elements (the lower index first); the device stores them as one 4- or 8-byte word.
   static void store2(std::uint16_t* p, std::uint16_t lo, std::uint16_t hi) noexcept {
     p[0] = lo;

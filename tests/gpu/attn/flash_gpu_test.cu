@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -219,6 +220,43 @@ TEST(FlashGpu, ProbeCountersOfMoreThan128BlocksPerHead) {
     if (m == out_mode::bf16) EXPECT_GT(h.counters[0].p_one, 0u) << "the planted head counts P-bar == 1 events";
     EXPECT_EQ(h.counters[0].output_error.count + h.counters[1].output_error.count, s.o_size());
   }
+}
+
+// A tensor that does not start on a 16-byte boundary is refused before anything is launched (the
+// kernels copy rows 16 bytes at a time: inside a kernel it would be a sticky misaligned-address
+// fault). Checked ahead of every CUDA call, so this runs without a GPU too (host pointers, never read).
+TEST(FlashGpu, MisalignedTensorsAreRefusedBeforeLaunch) {
+  const shape s{1, 1, 1, 64, 64, 64, 64};
+  const problem p{s, mask_kind::none, 0.125};
+  std::vector<std::uint16_t> buf(8 * s.q_size() + 64);
+  auto aligned = [&](std::size_t at) {
+    auto addr = reinterpret_cast<std::uintptr_t>(buf.data() + at);
+    return reinterpret_cast<std::uint16_t*>((addr + 15) / 16 * 16);
+  };
+  std::vector<float> f(2 * s.o_size() + 2 * s.lse_size() + 16);
+  flash_args a{p, flash_options{}, {}, nullptr, {}};
+  a.t = {aligned(0), aligned(s.q_size() + 8), aligned(2 * s.q_size() + 16), aligned(3 * s.q_size() + 24),
+         aligned(4 * s.q_size() + 32), nullptr, f.data(), f.data() + s.lse_size(), aligned(5 * s.q_size() + 40),
+         aligned(6 * s.q_size() + 48), aligned(7 * s.q_size() + 56)};
+  auto refused = [&](auto call, const char* name) {
+    try {
+      call();
+      ADD_FAILURE() << "a misaligned " << name << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("tensor ") + name), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "misaligned " << name << ": not refused up front: " << e.what();
+    }
+  };
+  flash_args q = a;
+  q.t.q = a.t.q + 1;
+  refused([&] { gpu::attention_forward(q); }, "q");
+  flash_args v = a;
+  v.t.v = a.t.v + 1;
+  refused([&] { gpu::attention_forward(v); }, "v");
+  flash_args d = a;
+  d.t.dout = a.t.dout + 1;
+  refused([&] { gpu::attention_backward(d); }, "dout");
 }
 
 TEST(FlashGpu, ForwardAndBackwardBitIdenticalToTwin) {
