@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iterator>
@@ -249,6 +250,36 @@ TEST(FlashTwin, DebiasRemovesPOneInRowsWithRepeatedMaxima) {
   reference(p, ro, rl);
   for (std::size_t x = 0; x < ro.size(); ++x) EXPECT_NEAR(of_bf16(d.o[x]), ro[x], 4e-3);
   for (std::size_t x = 0; x < rl.size(); ++x) EXPECT_NEAR(d.lse[x], rl[x], 1e-5 * (1 + std::abs(rl[x])));
+}
+
+// The probe's output_error moments against their definition, computed here from the stored O and
+// the f32 O before rounding (the kernel sums integers per thread, then doubles by a tree: on these
+// 4 096 errors per head, multiples of 2^-17 ulp, every order gives the exact sums).
+TEST(FlashTwin, OutputErrorMomentsMatchTheirDefinition) {
+  const attn::shape s{1, 2, 1, 64, 64, 64, 64};
+  const problem_data p = make(s, true, 17, 1.0, true);
+  for (out_mode m : {out_mode::bf16, out_mode::debias, out_mode::stochastic}) {
+    const outputs r = forward(p, {m, attn::score_scaling::unfused, 2.0f, 5}, true);
+    for (std::size_t h = 0; h < s.heads; ++h) {
+      probe::signed_moments want;
+      for (std::size_t i = 0; i < s.seq_q; ++i)
+        for (std::size_t c = 0; c < s.dim_v; ++c) {
+          const std::size_t x = s.o_offset(0, h, i) + c;
+          const double rf = of_bf16(r.o[x]), xf = r.o_f32[x];
+          if (!std::isfinite(rf) || !std::isfinite(xf)) continue;
+          const int e = std::max((r.o[x] >> 7) & 0xff, 1) - 134;  // ulp of bf16 at the stored value: 2^e
+          want.add(std::ldexp(rf - xf, -e));
+        }
+      const probe::signed_moments& got = r.counters[h].output_error;
+      EXPECT_EQ(got.count, s.seq_q * s.dim_v) << to_string(m);
+      EXPECT_EQ(got.count, want.count) << to_string(m);
+      EXPECT_EQ(got.positive, want.positive) << to_string(m);
+      EXPECT_EQ(got.negative, want.negative) << to_string(m);
+      EXPECT_EQ(got.sum, want.sum) << to_string(m);
+      EXPECT_EQ(got.sum_sq, want.sum_sq) << to_string(m);
+      EXPECT_GT(got.positive + got.negative, got.count / 2) << to_string(m);  // most elements were rounded
+    }
+  }
 }
 
 // A repeated maximum far from 0 (scaled ±128, log2 shift ±184.7 under the paper's unbounded offset):
