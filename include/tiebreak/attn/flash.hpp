@@ -349,9 +349,14 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD bool bf16_error_finite(std::uint16_t r, float x
   return (r & 0x7f80u) != 0x7f80u && (f32_to_bits(x) & 0x7f800000u) != 0x7f800000u;
 }
 
-/// The same error in bf16 ulps at r: k · 2^−17, exact in a float.
+/// An error of k units (bf16_error_units) in bf16 ulps: k · 2^−17, exact in a float (|k| <= 2^17).
+TIEBREAK_FORCEINLINE TIEBREAK_HD float error_units_to_ulps(std::int32_t k) noexcept {
+  return f32::mul_rn(static_cast<float>(k), 0x1p-17f);
+}
+
+/// The same error in bf16 ulps at r.
 TIEBREAK_FORCEINLINE TIEBREAK_HD float bf16_error_ulps(std::uint16_t r, float x) noexcept {
-  return f32::mul_rn(static_cast<float>(bf16_error_units(r, x)), 0x1p-17f);
+  return error_units_to_ulps(bf16_error_units(r, x));
 }
 
 /// Output rounding errors of one thread, summed exactly in integers: each error is k · 2^−17 ulp
@@ -854,8 +859,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
               if (bf16_error_finite(ob[e], of[e])) {
                 r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
                                                                 static_cast<std::uint32_t>(row)},
-                                                               static_cast<std::uint32_t>(col),
-                                                               f32::mul_rn(static_cast<float>(k), 0x1p-17f), k});
+                                                               static_cast<std::uint32_t>(col), error_units_to_ulps(k), k});
               }
             }
           }

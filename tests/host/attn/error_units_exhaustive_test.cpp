@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/oracle.hpp"
 #include "support/sweep.hpp"
 #include "tiebreak/attn/flash.hpp"
 #include "tiebreak/fp/fast.hpp"
@@ -22,12 +23,6 @@
 
 namespace tiebreak::test {
 namespace {
-
-std::string hex32(std::uint32_t v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%08x", v);
-  return b;
-}
 
 /// The oracle's error of bf16 r against f32 x, in units of 2^-17 bf16 ulp at r (a double: the test
 /// checks that it is an integer).
@@ -42,7 +37,7 @@ void check_pair(std::uint16_t r, std::uint32_t xb, mismatch_log& log) {
   const float x = bits_to_f32(xb);
   const bool finite = (r & 0x7f80u) != 0x7f80u && std::isfinite(x);
   if (attn::bf16_error_finite(r, x) != finite) {
-    log.add("finite r=" + hex32(r) + " x=" + hex32(xb));
+    log.add("finite r=" + hex(r) + " x=" + hex(xb));
     return;
   }
   if (!finite) return;
@@ -51,7 +46,7 @@ void check_pair(std::uint16_t r, std::uint32_t xb, mismatch_log& log) {
   const float ulps = attn::bf16_error_ulps(r, x);
   if (want != static_cast<double>(static_cast<std::int64_t>(want)) || std::fabs(want) > 131072.0 ||
       static_cast<double>(got) != want || static_cast<double>(ulps) != want * 0x1p-17)
-    log.add("r=" + hex32(r) + " x=" + hex32(xb) + ": oracle " + std::to_string(want) + ", units " + std::to_string(got) +
+    log.add("r=" + hex(r) + " x=" + hex(xb) + ": oracle " + std::to_string(want) + ", units " + std::to_string(got) +
             ", ulps " + std::to_string(ulps));
 }
 
