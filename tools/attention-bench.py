@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """tiebreak's attention kernels next to PyTorch SDPA (flash and cuDNN backends), in one run, one table.
 
-    tools/attention-bench.py [--bench PATH | --tiebreak-json FILE] [--out DIR] [--quick] [shape options]
+    tools/attention-bench.py [--bench PATH | --tiebreak-json FILE] [--base-bench PATH] [--out DIR] [--quick] [shape options]
     tools/attention-bench.py --self-test [--bench PATH]
 
 Runs the C++ program attention_bench (bench/attention; JSON lines), then times
@@ -13,7 +13,10 @@ the flash backend and to cuDNN, the cost of each mode over bf16 and of the probe
 goals of issues 17 and 18. Writes DIR/attention-bench.md and DIR/attention-bench.json (date, device,
 torch version, every record), the program's JSON lines to DIR/tiebreak.jsonl and its progress to
 DIR/attention_bench.log. Without torch, or without the binary, the other half still runs and the
-table says what is missing; without both it exits 2. docs/attention-bench.md has the details.
+table says what is missing; without both it exits 2. With --base-bench (attention_bench built from
+another tree, e.g. the commit before a change) both programs time the same cases in this one run,
+alternating by pass and sequence length, and every case gets its ratio to the base tree's
+(DIR/tiebreak-base.jsonl holds the base's records). docs/attention-bench.md has the details.
 """
 import argparse
 import datetime
@@ -64,10 +67,13 @@ def shape_key(r):
     return (r["pass"], r["dim"], r["seq"], r["batch"], r["heads"], bool(r["causal"]))
 
 
+TIEBREAK_BACKENDS = ("tiebreak", "tiebreak-base")  # this tree's kernels, the base tree's (--base-bench)
+
+
 def label(r):
-    if r["backend"] != "tiebreak":
+    if r["backend"] not in TIEBREAK_BACKENDS:
         return r["backend"]
-    s = "tiebreak " + r["mode"]
+    s = ("tiebreak " if r["backend"] == "tiebreak" else "base ") + r["mode"]
     if r.get("scaling", "unfused") != "unfused":
         s += " " + r["scaling"]
     if r.get("probe"):
@@ -76,7 +82,7 @@ def label(r):
 
 
 def sort_key(r):
-    b = {"sdpa-flash": 0, "sdpa-cudnn": 1}.get(r["backend"], 2)
+    b = {"sdpa-flash": 0, "sdpa-cudnn": 1, "tiebreak": 2}.get(r["backend"], 3)
     m = MODES.index(r["mode"]) if r.get("mode") in MODES else -1
     return (PASSES.index(r["pass"]), r["dim"], r["seq"], bool(r["causal"]), b, r.get("scaling") != "unfused", m,
             bool(r.get("probe")))
@@ -84,9 +90,10 @@ def sort_key(r):
 
 def merge(records):
     """The timed records, sorted, each with its ratios: vs_flash / vs_cudnn (TFLOP/s over the SDPA
-    backend's on the same shape and pass), and for tiebreak's: cost_vs_bf16 (time over the bf16
-    mode's with the same scaling and probe, minus 1) and probe_cost (time over the unprobed run's,
-    minus 1). A ratio whose reference is missing is None."""
+    backend's on the same shape and pass), and for tiebreak's (and the base tree's): cost_vs_bf16 (time
+    over the bf16 mode's of the same tree with the same scaling and probe, minus 1), probe_cost (time
+    over the unprobed run's, minus 1) and, for this tree's, vs_base (TFLOP/s over the base tree's same
+    case). A ratio whose reference is missing is None."""
     res = sorted((dict(r) for r in records if r.get("kind") == "result"), key=sort_key)
     by = {}
     for r in res:
@@ -96,14 +103,18 @@ def merge(records):
         for name, ref in (("vs_flash", "sdpa-flash"), ("vs_cudnn", "sdpa-cudnn")):
             f = by.get((k, ref, None, None, False))
             r[name] = r["tflops"] / f["tflops"] if f and f["tflops"] > 0 else None
-        r["cost_vs_bf16"] = r["probe_cost"] = None
-        if r["backend"] == "tiebreak":
-            b = by.get((k, "tiebreak", "bf16", r["scaling"], bool(r["probe"])))
+        r["cost_vs_bf16"] = r["probe_cost"] = r["vs_base"] = None
+        if r["backend"] in TIEBREAK_BACKENDS:
+            b = by.get((k, r["backend"], "bf16", r["scaling"], bool(r["probe"])))
             if b and r["mode"] != "bf16":
                 r["cost_vs_bf16"] = r["ms"] / b["ms"] - 1
-            u = by.get((k, "tiebreak", r["mode"], r["scaling"], False))
+            u = by.get((k, r["backend"], r["mode"], r["scaling"], False))
             if u and r["probe"]:
                 r["probe_cost"] = r["ms"] / u["ms"] - 1
+        if r["backend"] == "tiebreak":
+            o = by.get((k, "tiebreak-base", r["mode"], r["scaling"], bool(r["probe"])))
+            if o and o["tflops"] > 0:
+                r["vs_base"] = r["tflops"] / o["tflops"]
     return res
 
 
@@ -196,6 +207,24 @@ def markdown(report):
                 else:
                     cells.append("%.0f (%s)" % (r["tflops"], fmt_ratio(r["vs_flash"])))
             lines.append("| %s | %s |" % (lab, " | ".join(cells)))
+    vb = [r for r in res if r.get("vs_base") is not None]
+    if vb:
+        lines += ["", "## Against the base tree (%s), same run" % report.get("base", "base"), "",
+                  "TFLOP/s of this tree's kernels over the base tree's on the same case (> 1: faster)."]
+        for (pass_, dim) in sorted({(r["pass"], r["dim"]) for r in vb}, key=lambda x: (PASSES.index(x[0]), x[1])):
+            rs = [r for r in vb if r["pass"] == pass_ and r["dim"] == dim]
+            cols = sorted({(r["seq"], bool(r["causal"])) for r in rs})
+            rows = []
+            for r in rs:
+                if label(r) not in rows:
+                    rows.append(label(r))
+            cell = {(label(r), r["seq"], bool(r["causal"])): r for r in rs}
+            lines += ["", "%s, D = %d:" % ("Forward" if pass_ == "fwd" else "Forward + backward", dim), ""]
+            lines.append("| kernel | " + " | ".join(shape_label(s, c) for s, c in cols) + " |")
+            lines.append("|---|" + "---:|" * len(cols))
+            for lab in rows:
+                cells = [fmt_ratio(cell[(lab, s, c)]["vs_base"]) if (lab, s, c) in cell else "" for s, c in cols]
+                lines.append("| %s | %s |" % (lab, " | ".join(cells)))
     g = [x for x in report["goals"] if x["n"]]
     if g:
         lines += ["", "## Goals (issues 17, 18): worst case over the shapes measured", "",
@@ -207,12 +236,13 @@ def markdown(report):
             met = "" if x["met"] is None else ("yes" if x["met"] else "**no**")
             lines.append("| %s | %s | %s | %s | %d |" % (x["goal"], f(x["worst"]), lim, met, x["n"]))
     lines += ["", "## Every timed case", "",
-              "| pass | D | S | B | causal | backend | ms | TFLOP/s | ×flash | ×cuDNN | cost vs bf16 | probe cost |",
-              "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+              "| pass | D | S | B | causal | backend | ms | TFLOP/s | ×flash | ×cuDNN | cost vs bf16 | probe cost | ×base |",
+              "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in res:
-        lines.append("| %s | %d | %d | %d | %s | %s | %.3f | %.1f | %s | %s | %s | %s |" % (
+        lines.append("| %s | %d | %d | %d | %s | %s | %.3f | %.1f | %s | %s | %s | %s | %s |" % (
             r["pass"], r["dim"], r["seq"], r["batch"], "yes" if r["causal"] else "no", label(r), r["ms"], r["tflops"],
-            fmt_ratio(r["vs_flash"]), fmt_ratio(r["vs_cudnn"]), fmt_pct(r["cost_vs_bf16"]), fmt_pct(r["probe_cost"])))
+            fmt_ratio(r["vs_flash"]), fmt_ratio(r["vs_cudnn"]), fmt_pct(r["cost_vs_bf16"]), fmt_pct(r["probe_cost"]),
+            fmt_ratio(r.get("vs_base"))))
     bad = [r for r in report["records"] if r.get("kind") in ("error", "skipped")]
     if bad:
         lines += ["", "## Not timed", ""]
@@ -228,7 +258,8 @@ def build_report(records, meta, torch_info, args, notes):
     return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "device": device, "torch": torch_info.get("version"), "torch_cuda": torch_info.get("cuda"),
             "tiebreak_meta": meta, "tokens": args.tokens, "heads": args.heads, "warmup": args.warmup, "reps": args.reps,
-            "notes": notes, "goals": goals(res), "results": res, "records": records}
+            "base": getattr(args, "base_label", None) or "base", "notes": notes, "goals": goals(res), "results": res,
+            "records": records}
 
 
 # --- PyTorch SDPA -----------------------------------------------------------------------------------
@@ -319,9 +350,10 @@ def default_bench():
     return None
 
 
-def run_bench(path, args, out_dir, budget, log):
-    """(records, meta, note or None)."""
-    jl = os.path.join(out_dir, "tiebreak.jsonl")
+def run_bench(path, args, out_dir, budget, log, name="tiebreak"):
+    """(records, meta, note or None): the program's records in DIR/NAME.jsonl, its progress in
+    DIR/NAME.log (attention_bench.log for this tree's)."""
+    jl = os.path.join(out_dir, name + ".jsonl")
     cmd = [path] + bench_args(args) + ["--json", jl]
     if budget:
         cmd += ["--max-seconds", "%.0f" % budget]
@@ -329,7 +361,7 @@ def run_bench(path, args, out_dir, budget, log):
     if os.path.exists(jl):
         os.remove(jl)
     note = None
-    err = os.path.join(out_dir, "attention_bench.log")  # its progress lines, one per case
+    err = os.path.join(out_dir, "attention_bench.log" if name == "tiebreak" else name + ".log")  # progress, a line per case
     try:
         with open(err, "w") as ef:
             p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=ef, timeout=(budget + 60) if budget else None)
@@ -346,10 +378,53 @@ def run_bench(path, args, out_dir, budget, log):
     return [r for r in recs if r.get("kind") != "meta"], meta, note
 
 
+def run_trees(path, base, args, out_dir, budget, log):
+    """This tree's program and the base tree's on the same cases, alternating one (pass, sequence
+    length) group at a time: the first group this tree first, the next the base first, and so on, so
+    that a drift of the clocks over the run favours neither. Each call may use what is left of
+    `budget` (0: no limit). (records, meta, notes): the base's records have backend "tiebreak-base";
+    DIR/tiebreak.jsonl and DIR/tiebreak-base.jsonl get each tree's records (meta line first),
+    DIR/attention_bench.log and DIR/tiebreak-base.log their progress."""
+    start = time.monotonic()
+    trees = (("tiebreak", path), ("tiebreak-base", base))
+    recs = {name: [] for name, _ in trees}
+    metas, notes = {}, []
+    logs = {"tiebreak": "attention_bench.log", "tiebreak-base": "tiebreak-base.log"}
+    for name in logs:
+        open(os.path.join(out_dir, logs[name]), "w").close()
+    groups = [(p, s) for p in args.passes for s in args.seqs]
+    for i, (pass_, seq) in enumerate(groups):
+        for name, prog in (trees if i % 2 == 0 else trees[::-1]):
+            sub = argparse.Namespace(**vars(args))
+            sub.passes, sub.seqs = [pass_], [seq]
+            left = max(budget - (time.monotonic() - start), 1) if budget else 0
+            r, meta, note = run_bench(prog, sub, out_dir, left, log, name=name + "-part")
+            for x in r:
+                x["backend"] = name
+            recs[name] += r
+            metas.setdefault(name, meta)
+            if note:
+                notes.append(("" if name == "tiebreak" else "base tree: ") + note)
+            part_log = os.path.join(out_dir, name + "-part.log")
+            with open(part_log) as f, open(os.path.join(out_dir, logs[name]), "a") as g:
+                g.write(f.read())
+            os.remove(part_log)
+            part_jl = os.path.join(out_dir, name + "-part.jsonl")
+            if os.path.exists(part_jl):
+                os.remove(part_jl)
+    for name, _ in trees:
+        with open(os.path.join(out_dir, name + ".jsonl"), "w") as f:
+            for x in ([metas[name]] if metas.get(name) else []) + recs[name]:
+                f.write(json.dumps(x) + "\n")
+    return recs["tiebreak"] + recs["tiebreak-base"], metas.get("tiebreak") or metas.get("tiebreak-base") or {}, notes
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--bench", help="the attention_bench binary (default: build-device/full/bench or build/bench)")
     p.add_argument("--tiebreak-json", help="read attention_bench's JSON lines from this file instead of running it")
+    p.add_argument("--base-bench", help="attention_bench built from a base tree: both time the same cases in this run")
+    p.add_argument("--base-label", default="base", help="what to call the base tree in the table (e.g. a commit)")
     p.add_argument("--no-bench", action="store_true", help="SDPA only")
     p.add_argument("--no-torch", action="store_true", help="tiebreak only")
     p.add_argument("--out", default=".", help="folder for attention-bench.md, attention-bench.json, tiebreak.jsonl")
@@ -422,6 +497,15 @@ def main(argv, log=lambda s: print(s, file=sys.stderr), show=print):
             notes.append("tiebreak not measured: attention_bench not found (%s); build it with "
                          "`cmake --build BUILD --target attention_bench` and pass --bench" % (path or "no --bench given"))
             log("attention-bench: " + notes[-1])
+        elif args.base_bench:
+            if not os.access(args.base_bench, os.X_OK):
+                log("attention-bench: --base-bench %s is not an executable" % args.base_bench)
+                return 2
+            recs, meta, tnotes = run_trees(path, args.base_bench, args, args.out, args.max_seconds * 2 / 3, log)
+            records += recs
+            for note in tnotes:
+                notes.append(note)
+                log("attention-bench: " + note)
         else:
             recs, meta, note = run_bench(path, args, args.out, args.max_seconds * 2 / 3, log)
             records += recs
@@ -684,6 +768,58 @@ def self_test(bench):
         rep = json.load(open(os.path.join(d, "attention-bench.json")))
         check(rc == 0 and rep["device"] == "Fake GPU" and len(rep["results"]) == 1, "the program's records are read")
         check(rep["notes"] == ["attention_bench exited 1: attention_bench: the stand-in stops here"], "its failure is a note")
+
+    # Two trees in one run (--base-bench): stand-ins for this tree's program (every case 8 ms) and
+    # the base's (10 ms) that note each call's group in a shared file: the groups alternate which tree
+    # goes first, every case gets vs_base = 1.25, the goals read this tree's records only, and each
+    # tree's records land in its own JSON-lines file.
+    with tempfile.TemporaryDirectory() as d:
+        calls = os.path.join(d, "calls")
+        progs = {}
+        for name, ms in (("new", 8.0), ("old", 10.0)):
+            progs[name] = os.path.join(d, name)
+            with open(progs[name], "w") as f:
+                f.write("#!%s\nimport json, sys\na = sys.argv\nv = lambda k: a[a.index(k) + 1]\n"
+                        "open(%r, 'a').write('%s ' + v('--passes') + ' ' + v('--seqs') + '\\n')\n"
+                        "out = [json.dumps({'kind': 'meta', 'device': 'Fake GPU'})]\n"
+                        "for s in v('--seqs').split(','):\n"
+                        "    for m in v('--modes').split(','):\n"
+                        "        fl = 4.0 * (16384 // int(s)) * 16 * int(s) ** 2 * 128 * (3.5 if v('--passes') == 'fwd+bwd' else 1)\n"
+                        "        out.append(json.dumps({'kind': 'result', 'backend': 'tiebreak', 'mode': m, 'scaling': 'unfused',"
+                        " 'probe': False, 'pass': v('--passes'), 'batch': 16384 // int(s), 'heads': 16, 'seq': int(s), 'dim': 128,"
+                        " 'causal': False, 'flops': fl, 'reps': 3, 'ms': %r, 'ms_min': %r, 'ms_max': %r, 'tflops': fl / %r / 1e9}))\n"
+                        "open(v('--json'), 'w').write('\\n'.join(out) + '\\n')\n"
+                        % (sys.executable, calls, name, ms, ms, ms, ms * 1e-3 * 1e3))
+            os.chmod(progs[name], 0o755)
+        msgs = []
+        rc = main(["--bench", progs["new"], "--base-bench", progs["old"], "--base-label", "abc1234", "--no-torch",
+                   "--out", d, "--causal", "off", "--modes", "bf16,debias", "--probe", "off", "--seqs", "1024,4096"],
+                  log=msgs.append, show=msgs.append)
+        order = open(calls).read().split("\n")[:-1]
+        check(rc == 0 and order == ["new fwd 1024", "old fwd 1024", "old fwd 4096", "new fwd 4096",
+                                    "new fwd+bwd 1024", "old fwd+bwd 1024", "old fwd+bwd 4096", "new fwd+bwd 4096"],
+              "two trees: one group at a time, alternating which goes first (%s)" % order)
+        rep = json.load(open(os.path.join(d, "attention-bench.json")))
+        mine = [r for r in rep["results"] if r["backend"] == "tiebreak"]
+        base = [r for r in rep["results"] if r["backend"] == "tiebreak-base"]
+        check(len(mine) == 8 and len(base) == 8 and all(close(r["vs_base"], 1.25) for r in mine)
+              and all(r["vs_base"] is None for r in base), "vs_base = 10 ms / 8 ms on every case")
+        check(all(close(r["cost_vs_bf16"], 0.0) for r in base if r["mode"] == "debias"), "the base's own costs")
+        g = {x["goal"]: x for x in rep["goals"]}
+        check(g["debias cost <= 5 % over bf16"]["n"] == 4, "goals: this tree's cases only")
+        md = open(os.path.join(d, "attention-bench.md")).read()
+        check("## Against the base tree (abc1234), same run" in md and "| tiebreak bf16 | 1.25× | 1.25× |" in md,
+              "the table against the base")
+        check("| base debias |" in md, "the base's rows in the main tables")
+        jl = read_jsonl(os.path.join(d, "tiebreak-base.jsonl"))
+        check(jl[0].get("kind") == "meta" and len(jl) == 9 and all(r["backend"] == "tiebreak-base" for r in jl[1:]),
+              "the base's records in their own file")
+        check(len(read_jsonl(os.path.join(d, "tiebreak.jsonl"))) == 9, "this tree's records in tiebreak.jsonl")
+        check(not [f for f in os.listdir(d) if "-part" in f], "no part files left")
+        msgs = []
+        rc = main(["--bench", progs["new"], "--base-bench", os.path.join(d, "missing"), "--no-torch", "--out", d],
+                  log=msgs.append, show=msgs.append)
+        check(rc == 2 and any("--base-bench" in m and "not an executable" in m for m in msgs), "missing base: exit 2")
 
     # The SDPA half against a stand-in torch module (the calls the script makes, each call 2 ms;
     # cuDNN refuses causal shapes): the records, the error path, the report's torch fields.

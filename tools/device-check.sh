@@ -20,6 +20,8 @@
 # elsewhere, tried first by the mma stage), TIEBREAK_MMA_BUDGET (validation seconds, default 60),
 # TIEBREAK_ATTN_BENCH_BUDGET (seconds of the attn-bench stage's measurements, default 120) and
 # TIEBREAK_ATTN_BENCH_ARGS (more options of tools/attention-bench.py, e.g. "--dims 64,128 --scaling both"),
+# TIEBREAK_ATTN_BENCH_BASE (a source tree made by tools/ab-base.sh, carried to the device: its
+# attention_bench is timed beside this tree's, same cases, same run),
 # TIEBREAK_PYTHON (the Python with torch, default python3).
 # The mma stage runs the tensor-core identification, tiebreak_mma_identify (elimination, >= 1e8-case validation within the budget,
 # GEMM identity); its GoogleTest twins (tests/mma/gpu) run in the test stage at 4e6 cases per
@@ -372,6 +374,29 @@ if want attn-bench || want attn-bench-quick; then
       say "attn-bench: attention_bench did not build (no attention launchers in this tree?); see $LOG"
       grep -E "error|undefined reference" "$LOG" | tail -8 | tee -a "$OUTDIR/attn-bench.log"
       status=1
+    fi
+  fi
+  # Before and after in one run: the base tree's attention_bench (tools/ab-base.sh REF makes the tree,
+  # the device call carries it), configured without tests into $BUILD/base, built alone, then timed
+  # by the script beside this tree's on the same cases (alternating; docs/attention-bench.md).
+  if [ -n "${TIEBREAK_ATTN_BENCH_BASE:-}" ]; then
+    bsrc=$TIEBREAK_ATTN_BENCH_BASE
+    case $bsrc in /*) ;; *) bsrc="$ROOT/$bsrc" ;; esac
+    b=$(( $(left) - 60 ))
+    if [ ! -f "$bsrc/CMakeLists.txt" ]; then
+      say "attn-bench: base tree $bsrc has no CMakeLists.txt (make it with tools/ab-base.sh and carry it)"; status=1
+    elif [ "$b" -gt 30 ]; then
+      t0=$(date +%s)
+      if cmake -S "$bsrc" -B "$BUILD/base" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
+           "-DCMAKE_CUDA_ARCHITECTURES=90-real;90a-real" -DTIEBREAK_BUILD_BENCHMARKS=OFF -DTIEBREAK_BUILD_TESTS=OFF >>"$LOG" 2>&1 &&
+         timeout "$b" cmake --build "$BUILD/base" -j "$JOBS" --target attention_bench >>"$LOG" 2>&1 &&
+         [ -x "$BUILD/base/bench/attention_bench" ]; then
+        blabel=$(cat "$bsrc/.ab-base-ref" 2>/dev/null || basename "$bsrc")
+        ab_args+=(--base-bench "$BUILD/base/bench/attention_bench" --base-label "$blabel")
+        say "attn-bench: base tree $blabel: attention_bench built in $(( $(date +%s) - t0 ))s"
+      else
+        say "attn-bench: the base tree's attention_bench did not build; see $LOG"; status=1
+      fi
     fi
   fi
   budget=${TIEBREAK_ATTN_BENCH_BUDGET:-120}
