@@ -393,8 +393,11 @@ def run_trees(path, base, args, out_dir, budget, log):
     for name in logs:
         open(os.path.join(out_dir, logs[name]), "w").close()
     groups = [(p, s) for p in args.passes for s in args.seqs]
+    dead = set()  # a program that failed before its first case (no device, a bad option) is not called again
     for i, (pass_, seq) in enumerate(groups):
         for name, prog in (trees if i % 2 == 0 else trees[::-1]):
+            if name in dead:
+                continue
             sub = argparse.Namespace(**vars(args))
             sub.passes, sub.seqs = [pass_], [seq]
             left = max(budget - (time.monotonic() - start), 1) if budget else 0
@@ -404,7 +407,11 @@ def run_trees(path, base, args, out_dir, budget, log):
             recs[name] += r
             metas.setdefault(name, meta)
             if note:
-                notes.append(("" if name == "tiebreak" else "base tree: ") + note)
+                note = ("" if name == "tiebreak" else "base tree: ") + note
+                if note not in notes:
+                    notes.append(note)
+                if not r:
+                    dead.add(name)
             part_log = os.path.join(out_dir, name + "-part.log")
             with open(part_log) as f, open(os.path.join(out_dir, logs[name]), "a") as g:
                 g.write(f.read())
@@ -816,6 +823,20 @@ def self_test(bench):
               "the base's records in their own file")
         check(len(read_jsonl(os.path.join(d, "tiebreak.jsonl"))) == 9, "this tree's records in tiebreak.jsonl")
         check(not [f for f in os.listdir(d) if "-part" in f], "no part files left")
+        # A base program that fails before its first case: one note, not called again, this tree's cases kept.
+        broken = os.path.join(d, "broken")
+        with open(broken, "w") as f:
+            f.write("#!%s\nimport sys\nopen(%r, 'a').write('broken\\n')\nsys.exit('attention_bench: no CUDA device')\n"
+                    % (sys.executable, calls))
+        os.chmod(broken, 0o755)
+        open(calls, "w").close()
+        msgs = []
+        rc = main(["--bench", progs["new"], "--base-bench", broken, "--no-torch", "--out", d, "--causal", "off",
+                   "--modes", "bf16", "--probe", "off", "--seqs", "1024,4096"], log=msgs.append, show=msgs.append)
+        rep = json.load(open(os.path.join(d, "attention-bench.json")))
+        check(rc == 0 and open(calls).read().count("broken") == 1 and len(rep["results"]) == 4
+              and rep["notes"] == ["base tree: attention_bench exited 1: attention_bench: no CUDA device"],
+              "a base that fails at once: called once, one note (%s)" % rep["notes"])
         msgs = []
         rc = main(["--bench", progs["new"], "--base-bench", os.path.join(d, "missing"), "--no-torch", "--out", d],
                   log=msgs.append, show=msgs.append)
