@@ -170,6 +170,25 @@ def shape_label(seq, causal):
     return "S=" + s + (" causal" if causal else "")
 
 
+def pass_title(pass_, dim):
+    return "%s, D = %d" % ("Forward" if pass_ == "fwd" else "Forward + backward", dim)
+
+
+def compact_table(rs, first, text):
+    """A row per label, a column per shape (S, causal) of the records rs: the lines of a Markdown table
+    whose first header cell is `first` and whose cells are text(record) (empty where none)."""
+    cols = sorted({(r["seq"], bool(r["causal"])) for r in rs})
+    rows = []
+    for r in rs:
+        if label(r) not in rows:
+            rows.append(label(r))
+    cell = {(label(r), r["seq"], bool(r["causal"])): r for r in rs}
+    lines = ["| %s | " % first + " | ".join(shape_label(s, c) for s, c in cols) + " |", "|---|" + "---:|" * len(cols)]
+    for lab in rows:
+        lines.append("| %s | %s |" % (lab, " | ".join(text(cell[(lab, s, c)]) if (lab, s, c) in cell else "" for s, c in cols)))
+    return lines
+
+
 def markdown(report):
     res, lines = report["results"], []
     lines.append("# tiebreak attention vs PyTorch SDPA")
@@ -187,44 +206,17 @@ def markdown(report):
     for r in res:
         groups.setdefault((r["pass"], r["dim"]), []).append(r)
     for (pass_, dim), rs in sorted(groups.items(), key=lambda kv: (PASSES.index(kv[0][0]), kv[0][1])):
-        cols = sorted({(r["seq"], bool(r["causal"])) for r in rs})
-        rows = []
-        for r in rs:
-            if label(r) not in rows:
-                rows.append(label(r))
-        cell = {(label(r), r["seq"], bool(r["causal"])): r for r in rs}
-        lines += ["", "## %s, D = %d" % ("Forward" if pass_ == "fwd" else "Forward + backward", dim), ""]
-        lines.append("| backend | " + " | ".join(shape_label(s, c) for s, c in cols) + " |")
-        lines.append("|---|" + "---:|" * len(cols))
-        for lab in rows:
-            cells = []
-            for s, c in cols:
-                r = cell.get((lab, s, c))
-                if r is None:
-                    cells.append("")
-                elif r["backend"] == "sdpa-flash":
-                    cells.append("%.0f" % r["tflops"])
-                else:
-                    cells.append("%.0f (%s)" % (r["tflops"], fmt_ratio(r["vs_flash"])))
-            lines.append("| %s | %s |" % (lab, " | ".join(cells)))
+        lines += ["", "## " + pass_title(pass_, dim), ""]
+        lines += compact_table(rs, "backend", lambda r: "%.0f" % r["tflops"] if r["backend"] == "sdpa-flash"
+                               else "%.0f (%s)" % (r["tflops"], fmt_ratio(r["vs_flash"])))
     vb = [r for r in res if r.get("vs_base") is not None]
     if vb:
         lines += ["", "## Against the base tree (%s), same run" % report.get("base", "base"), "",
                   "TFLOP/s of this tree's kernels over the base tree's on the same case (> 1: faster)."]
         for (pass_, dim) in sorted({(r["pass"], r["dim"]) for r in vb}, key=lambda x: (PASSES.index(x[0]), x[1])):
-            rs = [r for r in vb if r["pass"] == pass_ and r["dim"] == dim]
-            cols = sorted({(r["seq"], bool(r["causal"])) for r in rs})
-            rows = []
-            for r in rs:
-                if label(r) not in rows:
-                    rows.append(label(r))
-            cell = {(label(r), r["seq"], bool(r["causal"])): r for r in rs}
-            lines += ["", "%s, D = %d:" % ("Forward" if pass_ == "fwd" else "Forward + backward", dim), ""]
-            lines.append("| kernel | " + " | ".join(shape_label(s, c) for s, c in cols) + " |")
-            lines.append("|---|" + "---:|" * len(cols))
-            for lab in rows:
-                cells = [fmt_ratio(cell[(lab, s, c)]["vs_base"]) if (lab, s, c) in cell else "" for s, c in cols]
-                lines.append("| %s | %s |" % (lab, " | ".join(cells)))
+            lines += ["", pass_title(pass_, dim) + ":", ""]
+            lines += compact_table([r for r in vb if r["pass"] == pass_ and r["dim"] == dim], "kernel",
+                                   lambda r: fmt_ratio(r["vs_base"]))
     g = [x for x in report["goals"] if x["n"]]
     if g:
         lines += ["", "## Goals (issues 17, 18): worst case over the shapes measured", "",
