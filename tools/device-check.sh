@@ -397,6 +397,8 @@ if want attn-bench || want attn-bench-quick; then
       else
         say "attn-bench: the base tree's attention_bench did not build; see $LOG"; status=1
       fi
+    else
+      say "attn-bench: no time left to build the base tree; timing this tree alone"; status=1
     fi
   fi
   budget=${TIEBREAK_ATTN_BENCH_BUDGET:-120}
