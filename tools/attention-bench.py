@@ -397,7 +397,8 @@ def run_trees(path, base, args, out_dir, budget, log):
             for x in r:
                 x["backend"] = name
             recs[name] += r
-            metas.setdefault(name, meta)
+            if meta:  # the first call that got as far as its meta line
+                metas.setdefault(name, meta)
             if note:
                 note = ("" if name == "tiebreak" else "base tree: ") + note
                 if note not in notes:

@@ -101,7 +101,32 @@ inputs make(const digest_case& cs, std::uint64_t seed) {
 struct forward_out {
   std::vector<std::uint16_t> o;
   std::vector<float> o_f32, lse;
+  std::uint64_t digest;  ///< of everything the forward wrote
 };
+
+/// One forward call of the twin on `in`, probed (with three rows dumped) or not, and its digest.
+forward_out forward(const inputs& in, const attn::flash_options& opt, bool probed) {
+  const attn::shape& s = in.prob.shape;
+  forward_out f{std::vector<std::uint16_t>(s.o_size(), 0xdead), std::vector<float>(s.o_size(), -7.0f),
+                std::vector<float>(s.lse_size(), -7.0f), 0};
+  std::vector<probe::head_counters> counters(s.batch * s.heads);
+  const std::vector<std::uint64_t> rows = {s.q_row(0, 0, 0), s.q_row(0, s.heads - 1, s.seq_q - 1), s.q_row(0, 0, s.seq_q / 2)};
+  std::vector<float> score(rows.size() * s.seq_k, -9.0f), pbar(score), offset(score);
+  attn::flash_args a{in.prob, opt, {}, probed ? counters.data() : nullptr, {}};
+  a.t = {in.q.data(), in.k.data(), in.v.data(), nullptr, f.o.data(), f.o_f32.data(), f.lse.data()};
+  if (probed) a.dump = {rows.data(), static_cast<std::uint32_t>(rows.size()), score.data(), pbar.data(), offset.data()};
+  host::attention_forward(a, 2);
+  fnv1a d;
+  d.add(f.o);
+  d.add(f.o_f32);
+  d.add(f.lse);
+  d.add(counters);
+  d.add(score);
+  d.add(pbar);
+  d.add(offset);
+  f.digest = d.h;
+  return f;
+}
 
 /// The cases the smoke level computes: the smallest shapes, unfused.
 bool in_smoke_subset(std::size_t ci, attn::score_scaling sc) {
@@ -122,32 +147,10 @@ std::vector<std::pair<std::string, std::uint64_t>> compute_digests(bool smoke) {
           attn::flash_options opt{m};
           opt.scaling = sc;
           opt.seed = 99;
-          forward_out f{std::vector<std::uint16_t>(s.o_size(), 0xdead), std::vector<float>(s.o_size(), -7.0f),
-                        std::vector<float>(s.lse_size(), -7.0f)};
-          std::vector<probe::head_counters> counters(s.batch * s.heads);
-          const std::vector<std::uint64_t> rows = {s.q_row(0, 0, 0), s.q_row(0, s.heads - 1, s.seq_q - 1),
-                                                   s.q_row(0, 0, s.seq_q / 2)};
-          std::vector<float> score(rows.size() * s.seq_k, -9.0f), pbar(score), offset(score);
-          attn::flash_args a{in.prob, opt, {}, probed ? counters.data() : nullptr, {}};
-          a.t.q = in.q.data();
-          a.t.k = in.k.data();
-          a.t.v = in.v.data();
-          a.t.o_bf16 = f.o.data();
-          a.t.o_f32 = f.o_f32.data();
-          a.t.lse = f.lse.data();
-          if (probed) a.dump = {rows.data(), static_cast<std::uint32_t>(rows.size()), score.data(), pbar.data(), offset.data()};
-          host::attention_forward(a, 2);
-          fnv1a d;
-          d.add(f.o);
-          d.add(f.o_f32);
-          d.add(f.lse);
-          d.add(counters);
-          d.add(score);
-          d.add(pbar);
-          d.add(offset);
+          forward_out f = forward(in, opt, probed);
           const std::string name = "case " + std::to_string(ci) + " " + std::string(attn::to_string(m)) + " " +
                                    std::string(attn::to_string(sc)) + (probed ? " probe" : "");
-          out.emplace_back("forward " + name, d.h);
+          out.emplace_back("forward " + name, f.digest);
 
           // The backward from this forward's outputs (unfused only: the scaling's code is shared).
           if (sc != attn::score_scaling::unfused) continue;
@@ -208,30 +211,13 @@ TEST(FlashTwinDigest, EveryOutputBitAsPinned) {
   EXPECT_EQ(changed, 0) << "of " << got.size() << " cases; if the change is meant, re-pin with TIEBREAK_PRINT_DIGESTS=1";
 }
 
-// The digest sees a single bit: the same matrix with one input bit flipped changes the digests of
-// every case of that shape (so the pinned table is not a constant the test would accept anyway).
+// The digest sees a single bit: one input bit flipped changes a case's forward digest (so the
+// pinned table is not a constant the test would accept anyway).
 TEST(FlashTwinDigest, OneInputBitChangesTheDigests) {
-  const digest_case& cs = cases[4];
-  inputs in = make(cs, 1234 + 4);
-  auto run = [&](const inputs& x) {
-    const attn::shape& s = cs.s;
-    std::vector<std::uint16_t> o(s.o_size());
-    std::vector<float> lse(s.lse_size());
-    attn::flash_args a{x.prob, {out_mode::bf16}, {}, nullptr, {}};
-    a.t.q = x.q.data();
-    a.t.k = x.k.data();
-    a.t.v = x.v.data();
-    a.t.o_bf16 = o.data();
-    a.t.lse = lse.data();
-    host::attention_forward(a, 1);
-    fnv1a d;
-    d.add(o);
-    d.add(lse);
-    return d.h;
-  };
-  const std::uint64_t before = run(in);
+  inputs in = make(cases[4], 1234 + 4);
+  const std::uint64_t before = forward(in, {out_mode::bf16}, false).digest;
   in.k[1000] ^= 1;  // the last bit of one key element
-  EXPECT_NE(run(in), before);
+  EXPECT_NE(forward(in, {out_mode::bf16}, false).digest, before);
 }
 
 }  // namespace
