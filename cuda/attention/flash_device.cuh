@@ -79,9 +79,12 @@ struct device_backend {
   // matrix is 8 rows of one 16-byte chunk of the swizzled tile. Without .trans lane 4g + t receives
   // (row g, columns 2t, 2t+1) of each matrix, with .trans (rows 2t, 2t+1, column g): exactly the
   // fragments of attn::load_a / load_b_nmajor / load_b_kmajor (tests/gpu/attn/flash_gpu_test.cu).
+  __device__ __forceinline__ static unsigned smem_addr(const std::uint16_t* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+  }
   template <int C>
   __device__ __forceinline__ static unsigned tile_addr(const std::uint16_t* tile, int row, int col) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(tile + attn::swz<C>(row, col)));
+    return smem_addr(tile + attn::swz<C>(row, col));
   }
   template <int C>
   __device__ __forceinline__ static void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0,
@@ -108,22 +111,31 @@ struct device_backend {
   }
   /// Two B fragments (blocks n0 and n0 + 8) in one ldmatrix.x4: matrices (n0, k0), (n0, k0 + 8),
   /// (n0 + 8, k0), (n0 + 8, k0 + 8).
+  ///
+  /// The address as a part that depends only on the lane and on (k0 / 16) mod 4 (four values a
+  /// thread can keep) plus one that depends only on the call (2 C n0 + 2 (k0 & ~63) bytes), so that the
+  /// compiler need not redo the swizzle for every load: n0 is a multiple of 8 (row n0 + i has the
+  /// swizzle of row i) and k0 of 16 (chunk k0 / 8 is even, so chunk k0 / 8 + 1 does not carry out of
+  /// the three bits the swizzle flips). Every caller's n0 and k0 are.
   template <int C>
   __device__ __forceinline__ static void load_b2_nmajor(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2],
                                                         const std::uint16_t* tile, int n0, int k0, int lane) {
     const int m = lane >> 3, r = lane & 7;
-    const unsigned addr = tile_addr<C>(tile, n0 + r + 8 * (m >> 1), k0 + 8 * (m & 1));
+    const unsigned addr = smem_addr(tile) + unsigned(2 * C * n0 + 2 * (k0 & ~63)) +
+                          unsigned(2 * C * (r + 8 * (m >> 1)) + 16 * ((2 * ((k0 >> 4) & 3) + (m & 1)) ^ r));
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
                  : "r"(addr));
   }
   /// Two B fragments (columns n0 and n0 + 8) in one ldmatrix.x4.trans: matrices (k0, n0),
   /// (k0 + 8, n0), (k0, n0 + 8), (k0 + 8, n0 + 8).
+  /// The address split as in load_b2_nmajor: k0 is a multiple of 8, n0 of 16 (every caller's are).
   template <int C>
   __device__ __forceinline__ static void load_b2_kmajor(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2],
                                                         const std::uint16_t* tile, int k0, int n0, int lane) {
     const int m = lane >> 3, r = lane & 7;
-    const unsigned addr = tile_addr<C>(tile, k0 + r + 8 * (m & 1), n0 + 8 * (m >> 1));
+    const unsigned addr = smem_addr(tile) + unsigned(2 * C * k0 + 2 * (n0 & ~63)) +
+                          unsigned(2 * C * (r + 8 * (m & 1)) + 16 * ((2 * ((n0 >> 4) & 3) + (m >> 1)) ^ r));
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1])
                  : "r"(addr));

@@ -53,6 +53,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "tiebreak/attn/problem.hpp"
 #include "tiebreak/fp/config.hpp"
@@ -501,6 +502,7 @@ struct fwd_regs {
   float off[2];           ///< current offset (scaled log2 domain)
   float l[2];             ///< this thread's part of the row sum of P-bar
   float tmax[2];          ///< tile: quad maximum
+  float tmin[2];          ///< tile: the thread's minimum score (NaN if any score is NaN)
   std::uint32_t cnt[2];   ///< scores equal to the running maximum (quad total)
   std::uint32_t near[2];  ///< scores within the tolerance of it (quad total)
   std::uint32_t tcount;   ///< this tile's repeats, a byte each: exact row 0, row 1, near row 0, row 1
@@ -572,6 +574,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     }
   });
 
+  // Tiles [0, nomask_tiles) need no mask: their keys all lie below seq_k and, causal, below the
+  // first row's visible prefix (which grows with the row).
+  const int full_keys = causal && static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(q0))) < seq_k
+                            ? static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(q0)))
+                            : seq_k;
+  const int nomask_tiles = full_keys / BC;
+
   if (tiles > 0) {
     be.template load_tile<BC, D>(ks, kg, seq_k < BC ? seq_k : BC);
     be.template load_tile<BC, D>(vs, vg, seq_k < BC ? seq_k : BC);
@@ -617,8 +626,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       }
     }
 
-    // Mask (keys past seq_k, causal), the thread's maximum per row, then the quad's.
-    const bool need_mask = k0 + BC > seq_k || (causal && k0 + BC > static_cast<int>(a.prob.visible_keys(q0)));
+    // Mask (keys past seq_k, causal), the thread's maximum (and minimum) per row, then the quad's maximum.
+    const bool need_mask = kt >= nomask_tiles;
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -633,12 +642,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
             for (int e = 0; e < 2; ++e)
               if (8 * nb + e >= vis) r.s[nb][2 * x + e] = -f32::inf;
         }
-        float mx = -f32::inf;
+        float mx = -f32::inf, mi = f32::inf;
         TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb)
           TIEBREAK_UNROLL
-          for (int e = 0; e < 2; ++e) mx = f32::max(mx, r.s[nb][2 * x + e]);
+          for (int e = 0; e < 2; ++e) {
+            mx = f32::max(mx, r.s[nb][2 * x + e]);
+            mi = f32::min_nan(mi, r.s[nb][2 * x + e]);
+          }
         r.tmax[x] = mx;
+        r.tmin[x] = mi;
       }
     });
     be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[0]; });
@@ -716,15 +729,26 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
             for (int i = 0; i < 2 * NB; ++i) raw[i] = r.s[i >> 1][2 * x + (i & 1)];
           }
         }
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb) {
+        // P-bar = exp2_sw(x). Where every x of the thread's scores of this row lies in [-126, 128) and
+        // none is NaN (most tiles), exp2_sw_in_range: the same operations without the clamp and the
+        // NaN repair, which are the identity there (5 of exp2_sw's 15 instructions), so the same bits.
+        // x is non-decreasing in the score under both scalings, so the thread's x lie in
+        // [x(tmin), x(tmax)]; tmin is NaN when any score is (then, and for masked tiles, scores far
+        // below the maximum, Inf inputs or huge offsets, the clamped path runs).
+        auto row_exps = [&](auto in_range) {
           TIEBREAK_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            float& sv = r.s[nb][2 * x + e];
-            sv = f32::exp2_sw(score_x<Sc>(sv, on, c));
-            l = f32::add_rn(l, sv);
+          for (int nb = 0; nb < NB; ++nb) {
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              float& sv = r.s[nb][2 * x + e];
+              const float xv = score_x<Sc>(sv, on, c);
+              sv = decltype(in_range)::value ? f32::exp2_sw_in_range(xv) : f32::exp2_sw(xv);
+              l = f32::add_rn(l, sv);
+            }
           }
-        }
+        };
+        if (score_x<Sc>(r.tmin[x], on, c) >= -126.0f && score_x<Sc>(r.tmax[x], on, c) < 128.0f) row_exps(std::true_type{});
+        else row_exps(std::false_type{});
         r.l[x] = l;
         if constexpr (Probe::enabled) {
           if (r.dslot[x] >= 0) {

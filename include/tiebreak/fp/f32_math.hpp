@@ -113,9 +113,10 @@ inline constexpr float exp2_c6 = 0x1.41fbbcp-13f;
 /// 0x3f800000 + 0x40000000) and +0 for the clamp -127 (p = 1: 0x3f800000 - 0x3f800000). The earlier
 /// branching form (explicit range tests and exponent checks) gives the same bits on every one of
 /// the 2^32 inputs (checked when this form replaced it).
-TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_sw(float x) noexcept {
+///
+/// exp2_sw = exp2_core after the clamp, plus the NaN repair; exp2_core is the arithmetic alone.
+TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_core(float xc) noexcept {
   constexpr float magic = 0x1.8p23f;
-  const float xc = x >= -126.0f ? (x < 128.0f ? x : 128.0f) : -127.0f;  // NaN -> -127 (restored below)
   const float t = add_rn(xc, magic);
   const float n = sub_rn(t, magic);  // rint(xc), exact
   const float f = sub_rn(xc, n);     // exact, |f| <= 1/2
@@ -126,8 +127,31 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_sw(float x) noexcept {
   p = fma_rn(p, f, exp2_c2);
   p = fma_rn(p, f, exp2_c1);
   p = fma_rn(p, f, 1.0f);
-  const std::uint32_t r = f32_to_bits(p) + (f32_to_bits(t) << 23);
-  return is_nan(x) ? bits_to_f32(f32_to_bits(x) | 0x00400000u) : bits_to_f32(r);
+  return bits_to_f32(f32_to_bits(p) + (f32_to_bits(t) << 23));
+}
+TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_sw(float x) noexcept {
+  const float xc = x >= -126.0f ? (x < 128.0f ? x : 128.0f) : -127.0f;  // NaN -> -127 (restored below)
+  const float r = exp2_core(xc);
+  return is_nan(x) ? bits_to_f32(f32_to_bits(x) | 0x00400000u) : r;
+}
+
+/// exp2_sw(x) for x in [-126, 128) (not NaN), without the clamp and the NaN repair, which are the
+/// identity there: the same operations on the same value, so the same bits (the attention kernels
+/// take it for a tile whose every x lies in that range; tests/host/fp/f32_math_test.cpp compares the
+/// two). Outside that range the result is meaningless.
+TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_sw_in_range(float x) noexcept { return exp2_core(x); }
+
+/// min(a, b), NaN when either is NaN (-0 < +0): the device's min.NaN.f32.
+TIEBREAK_FORCEINLINE TIEBREAK_HD float min_nan(float a, float b) noexcept {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  if (a != a || b != b) return bits_to_f32(0x7fffffffu);
+  if (a == b) return (f32_to_bits(a) >> 31) ? a : b;  // -0 wins over +0
+  return a < b ? a : b;
+#endif
 }
 
 /// Coefficients of log2(m) = u * (k0 + u^2 (k1 + u^2 (k2 + u^2 (k3 + u^2 k4)))), u = (m-1)/(m+1),

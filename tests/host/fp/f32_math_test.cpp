@@ -76,6 +76,7 @@ TEST(F32Math, Exp2BelowOneUlpOnItsRange) {
     float worst_x = 0;
     std::uint64_t n = 0;
     std::uint64_t reversals = 0;  // steps where the output moves against the input (not a requirement)
+    std::uint64_t in_range_differs = 0;  // exp2_sw_in_range(x) != exp2_sw(x) (bits)
   };
   // One thread per sign (the full level walks about 2.2e9 inputs).
   auto walk = [](int sign, half_result& out) {
@@ -92,6 +93,7 @@ TEST(F32Math, Exp2BelowOneUlpOnItsRange) {
         out.worst_x = x;
       }
       out.reversals += (sign == 0 ? y < prev : y > prev) ? 1 : 0;
+      out.in_range_differs += f32_to_bits(f32::exp2_sw_in_range(x)) != f32_to_bits(y) ? 1 : 0;
       prev = y;
     }
   };
@@ -101,10 +103,32 @@ TEST(F32Math, Exp2BelowOneUlpOnItsRange) {
   t1.join();
   for (const auto& h : r) {
     EXPECT_LT(h.worst, 1.0) << "at x = " << h.worst_x;
+    EXPECT_EQ(h.in_range_differs, 0u) << "exp2_sw_in_range is not exp2_sw on [-126, 128)";
   }
   std::printf("exp2_sw: %llu inputs, %llu non-monotone steps, max error %.4f ulp at %a\n",
               static_cast<unsigned long long>(r[0].n + r[1].n), static_cast<unsigned long long>(r[0].reversals + r[1].reversals),
               std::max(r[0].worst, r[1].worst), r[0].worst > r[1].worst ? r[0].worst_x : r[1].worst_x);
+}
+
+// exp2_sw_in_range: exp2_sw's bits on [-126, 128) (the walk above compares every input it visits;
+// here the ends of the range and its binade boundaries, always), and min_nan's semantics.
+TEST(F32Math, InRangeExp2AndMinNan) {
+  for (float x : {-126.0f, -0x1.f7fffep6f, -125.5f, -1.0f, -0x1p-149f, -0.0f, 0.0f, 0x1p-149f, 0.5f, 127.0f, 127.5f,
+                  0x1.fffffep6f}) {
+    EXPECT_EQ(f32_to_bits(f32::exp2_sw_in_range(x)), f32_to_bits(f32::exp2_sw(x))) << x;
+  }
+  for (int n = -125; n <= 127; ++n)
+    for (float d : {-0x1p-17f, 0.0f, 0x1p-17f}) {
+      const float x = static_cast<float>(n) + d;
+      EXPECT_EQ(f32_to_bits(f32::exp2_sw_in_range(x)), f32_to_bits(f32::exp2_sw(x))) << x;
+    }
+  EXPECT_EQ(f32::min_nan(1.0f, 2.0f), 1.0f);
+  EXPECT_EQ(f32::min_nan(2.0f, -f32::inf), -f32::inf);
+  EXPECT_TRUE(std::signbit(f32::min_nan(0.0f, -0.0f)));
+  EXPECT_TRUE(std::signbit(f32::min_nan(-0.0f, 0.0f)));
+  EXPECT_TRUE(std::isnan(f32::min_nan(std::nanf(""), 1.0f)));  // NaN propagates, unlike fminf
+  EXPECT_TRUE(std::isnan(f32::min_nan(1.0f, std::nanf(""))));
+  EXPECT_TRUE(std::isnan(f32::min_nan(-f32::inf, std::nanf(""))));
 }
 
 TEST(F32Math, Log2) {
