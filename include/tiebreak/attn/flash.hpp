@@ -967,6 +967,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD float recompute_p(float s, float lse2, bool vis
   return f32::exp2_sw(score_x<Sc>(s, lse2, c));
 }
 
+/// Whether every x = score_x(s, o) with s in [lo, hi] and o in [olo, ohi] lies in [-126, 128): x is
+/// non-decreasing in s and non-increasing in o (both scalings), so its range is
+/// [score_x(lo, ohi), score_x(hi, olo)]. False when lo is NaN (a NaN score, by min_nan) or an end is
+/// not finite. Where it holds, recompute_p of a visible score is exp2_sw_in_range(score_x(s, o)):
+/// the same bits without the clamp and the NaN repair (o = +Inf gives x = −Inf: not in range).
+template <score_scaling Sc>
+TIEBREAK_FORCEINLINE TIEBREAK_HD bool x_in_range(float lo, float hi, float olo, float ohi, const flash_consts& c) noexcept {
+  return score_x<Sc>(lo, ohi, c) >= -126.0f && score_x<Sc>(hi, olo, c) < 128.0f;
+}
+
 /// delta of 128 rows [blk·128, ...) of (b, h).
 template <class Be, out_mode Mode, class Probe>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_delta_block(Be& be, const flash_args& a, int b, int h, int blk,
@@ -1196,21 +1206,50 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     const float* deltab = deltas + 64 * buf;
     // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ.
     bwd_products<Be, D>(be, regs, ks, qb, vs, dob);
-    // Pᵀ and dSᵀ (row = key, column = query).
+    // Pᵀ and dSᵀ (row = key, column = query). On a tile that every row sees, where the thread's x all
+    // lie in [-126, 128) (x_in_range over its 32 scores and its 16 columns' lse2: most tiles), P is
+    // exp2_sw_in_range: the same bits.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-      TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; ++nb) {
+      bool in_range = all_vis;
+      if (in_range) {
+        float lo = f32::inf, hi = -f32::inf, olo = f32::inf, ohi = -f32::inf;
         TIEBREAK_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
-          const bool vis = all_vis || (key < seq_k && row < seq_q &&
-                                       a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
-          const float p = recompute_p<Sc>(r.s[nb][i], lse2b[qc], vis, c);
-          r.s[nb][i] = p;
-          r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltab[qc]));
-        }
+        for (int nb = 0; nb < NB; ++nb)
+          TIEBREAK_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            lo = f32::min_nan(lo, r.s[nb][i]);
+            hi = f32::max(hi, r.s[nb][i]);
+            if (i < 2) {  // the thread's 16 columns
+              olo = f32::min_nan(olo, lse2b[8 * nb + 2 * t + i]);
+              ohi = f32::max(ohi, lse2b[8 * nb + 2 * t + i]);
+            }
+          }
+        in_range = x_in_range<Sc>(lo, hi, olo, ohi, c);
+      }
+      if (in_range) {
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; ++nb)
+          TIEBREAK_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            const int qc = 8 * nb + 2 * t + (i & 1);
+            const float p = f32::exp2_sw_in_range(score_x<Sc>(r.s[nb][i], lse2b[qc], c));
+            r.s[nb][i] = p;
+            r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltab[qc]));
+          }
+      } else {
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; ++nb)
+          TIEBREAK_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
+            const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                         a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
+            const float p = recompute_p<Sc>(r.s[nb][i], lse2b[qc], vis, c);
+            r.s[nb][i] = p;
+            r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltab[qc]));
+          }
       }
       c_to_a_bf16<Be, NB>(r.pa, r.s);
     });
@@ -1291,19 +1330,41 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     const std::uint16_t* vb = be.smem() + (VS + sel);
     // S = Q Kᵀ and dP = dO Vᵀ.
     bwd_products<Be, D>(be, regs, qs, kb, dos, vb);
-    // P and dS.
+    // P and dS. A row of a tile that every row sees, whose x all lie in [-126, 128) (x_in_range over
+    // the thread's scores of the row: most rows), takes exp2_sw_in_range: the same bits.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
       TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; ++nb) {
+      for (int x = 0; x < 2; ++x) {
+        float lo = f32::inf, hi = -f32::inf;
         TIEBREAK_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          const int x = i >> 1, row = q0 + 16 * w + g + 8 * x, key = k0 + 8 * nb + 2 * t + (i & 1);
-          const bool vis = all_vis || (key < seq_k && row < seq_q &&
-                                       a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
-          const float p = recompute_p<Sc>(r.s[nb][i], r.lse2[x], vis, c);
-          r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
+        for (int nb = 0; nb < NB; ++nb)
+          TIEBREAK_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            lo = f32::min_nan(lo, r.s[nb][2 * x + e]);
+            hi = f32::max(hi, r.s[nb][2 * x + e]);
+          }
+        if (all_vis && x_in_range<Sc>(lo, hi, r.lse2[x], r.lse2[x], c)) {
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const int i = 2 * x + e;
+              const float p = f32::exp2_sw_in_range(score_x<Sc>(r.s[nb][i], r.lse2[x], c));
+              r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
+            }
+        } else {
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const int i = 2 * x + e, row = q0 + 16 * w + g + 8 * x, key = k0 + 8 * nb + 2 * t + e;
+              const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                           a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
+              const float p = recompute_p<Sc>(r.s[nb][i], r.lse2[x], vis, c);
+              r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
+            }
         }
       }
       c_to_a_bf16<Be, NB>(r.pa, r.dp);
