@@ -99,22 +99,7 @@ inline constexpr float exp2_c4 = 0x1.3b2d4cp-7f;
 inline constexpr float exp2_c5 = 0x1.5f3e54p-10f;
 inline constexpr float exp2_c6 = 0x1.41fbbcp-13f;
 
-/// 2^x in binary32, the same bits on host and device. Special cases: NaN -> NaN (quiet, x's bits
-/// with the quiet bit set), x < -126 -> +0 (results below the normal range are flushed, as
-/// ex2.approx.ftz does; -Inf gives +0), x >= 128 -> +Inf. Otherwise n = rint(x), f = x - n (exact,
-/// |f| <= 1/2), p = Horner(f) with fma_rn, result = p * 2^n by adding n to p's exponent field.
-///
-/// Branch-free (it runs once per attention score): x is first clamped to -127 (below -126, and NaN)
-/// or 128 (at and above 128); n = (xc + 1.5·2^23) - 1.5·2^23 is rint(xc) (the sum lands in [2^23,
-/// 2^24), where binary32's spacing is 1, and rounds to nearest-even), and t = xc + 1.5·2^23 holds n in
-/// its low fraction bits, so that bits(t) << 23 == n << 23 (mod 2^32). The exponent field of
-/// p · 2^n is then bits(p) + (n << 23): exact for n in [-126, 127] (p in [0.70, 1.42], the result is
-/// normal; p < 1 when n = 128, so 127.5 <= x < 128 stays finite), +Inf for the clamp 128 (p = 1:
-/// 0x3f800000 + 0x40000000) and +0 for the clamp -127 (p = 1: 0x3f800000 - 0x3f800000). The earlier
-/// branching form (explicit range tests and exponent checks) gives the same bits on every one of
-/// the 2^32 inputs (checked when this form replaced it).
-///
-/// exp2_sw = exp2_core after the clamp, plus the NaN repair; exp2_core is the arithmetic alone.
+/// The arithmetic of exp2_sw (below) for an x it has clamped: range reduction, Horner, exponent.
 TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_core(float xc) noexcept {
   constexpr float magic = 0x1.8p23f;
   const float t = add_rn(xc, magic);
@@ -129,6 +114,21 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_core(float xc) noexcept {
   p = fma_rn(p, f, 1.0f);
   return bits_to_f32(f32_to_bits(p) + (f32_to_bits(t) << 23));
 }
+
+/// 2^x in binary32, the same bits on host and device. Special cases: NaN -> NaN (quiet, x's bits
+/// with the quiet bit set), x < -126 -> +0 (results below the normal range are flushed, as
+/// ex2.approx.ftz does; -Inf gives +0), x >= 128 -> +Inf. Otherwise n = rint(x), f = x - n (exact,
+/// |f| <= 1/2), p = Horner(f) with fma_rn, result = p * 2^n by adding n to p's exponent field.
+///
+/// Branch-free (it runs once per attention score): x is first clamped to -127 (below -126, and NaN)
+/// or 128 (at and above 128); n = (xc + 1.5·2^23) - 1.5·2^23 is rint(xc) (the sum lands in [2^23,
+/// 2^24), where binary32's spacing is 1, and rounds to nearest-even), and t = xc + 1.5·2^23 holds n in
+/// its low fraction bits, so that bits(t) << 23 == n << 23 (mod 2^32). The exponent field of
+/// p · 2^n is then bits(p) + (n << 23): exact for n in [-126, 127] (p in [0.70, 1.42], the result is
+/// normal; p < 1 when n = 128, so 127.5 <= x < 128 stays finite), +Inf for the clamp 128 (p = 1:
+/// 0x3f800000 + 0x40000000) and +0 for the clamp -127 (p = 1: 0x3f800000 - 0x3f800000). The earlier
+/// branching form (explicit range tests and exponent checks) gives the same bits on every one of
+/// the 2^32 inputs (checked when this form replaced it).
 TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_sw(float x) noexcept {
   const float xc = x >= -126.0f ? (x < 128.0f ? x : 128.0f) : -127.0f;  // NaN -> -127 (restored below)
   const float r = exp2_core(xc);
