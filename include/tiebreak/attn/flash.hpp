@@ -487,6 +487,17 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD float score_x(float s, float o, const flash_con
   else return f32::fma_rn(s, c.scale_log2, -o);
 }
 
+/// Whether every x = score_x(s, o) with s in [lo, hi] and o in [olo, ohi] lies in [-126, 128): x is
+/// non-decreasing in s and non-increasing in o (both scalings), so its range is
+/// [score_x(lo, ohi), score_x(hi, olo)]. False when lo is NaN (a NaN score, by min_nan) or an end is
+/// not finite. Where it holds, exp2_sw(score_x(s, o)) is exp2_sw_in_range(score_x(s, o)): the same
+/// bits without the clamp and the NaN repair (the forward's P-bar; recompute_p of a visible score:
+/// o = lse2 = +Inf gives x = −Inf, not in range).
+template <score_scaling Sc>
+TIEBREAK_FORCEINLINE TIEBREAK_HD bool x_in_range(float lo, float hi, float olo, float ohi, const flash_consts& c) noexcept {
+  return score_x<Sc>(lo, ohi, c) >= -126.0f && score_x<Sc>(hi, olo, c) < 128.0f;
+}
+
 /// Registers of one forward thread: its 2 rows (g and g + 8 of its warp's 16) of Q (A fragments),
 /// of the S / P tile and of the O accumulator, the row state, and its probe.
 template <int D, class Probe>
@@ -747,7 +758,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
             }
           }
         };
-        if (score_x<Sc>(r.tmin[x], on, c) >= -126.0f && score_x<Sc>(r.tmax[x], on, c) < 128.0f) row_exps(std::true_type{});
+        if (x_in_range<Sc>(r.tmin[x], r.tmax[x], on, on, c)) row_exps(std::true_type{});
         else row_exps(std::false_type{});
         r.l[x] = l;
         if constexpr (Probe::enabled) {
@@ -965,16 +976,6 @@ template <score_scaling Sc>
 TIEBREAK_FORCEINLINE TIEBREAK_HD float recompute_p(float s, float lse2, bool visible, const flash_consts& c) noexcept {
   if (!visible || lse2 == f32::inf) return 0.0f;
   return f32::exp2_sw(score_x<Sc>(s, lse2, c));
-}
-
-/// Whether every x = score_x(s, o) with s in [lo, hi] and o in [olo, ohi] lies in [-126, 128): x is
-/// non-decreasing in s and non-increasing in o (both scalings), so its range is
-/// [score_x(lo, ohi), score_x(hi, olo)]. False when lo is NaN (a NaN score, by min_nan) or an end is
-/// not finite. Where it holds, recompute_p of a visible score is exp2_sw_in_range(score_x(s, o)):
-/// the same bits without the clamp and the NaN repair (o = +Inf gives x = −Inf: not in range).
-template <score_scaling Sc>
-TIEBREAK_FORCEINLINE TIEBREAK_HD bool x_in_range(float lo, float hi, float olo, float ohi, const flash_consts& c) noexcept {
-  return score_x<Sc>(lo, ohi, c) >= -126.0f && score_x<Sc>(hi, olo, c) < 128.0f;
 }
 
 /// delta of 128 rows [blk·128, ...) of (b, h).
