@@ -7,8 +7,17 @@
 # base tree's attention_bench too and times both on the same cases in one run (docs/attention-bench.md,
 # "Before and after in one run"). DIR is replaced only if it is new, empty or an earlier export.
 #   tools/ab-base.sh [REF] [DIR]
+#   tools/ab-base.sh --fingerprint DIR   one line naming DIR's files and contents (sha1), not their
+#                                        times: git archive dates every file to the commit, so a
+#                                        build folder kept from an earlier base would look up to date
+#                                        to make and ninja; device-check rebuilds when this changes
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ "${1:-}" = "--fingerprint" ]; then
+  [ -d "${2:-}" ] || { echo "ab-base: --fingerprint needs a folder" >&2; exit 2; }
+  (cd "$2" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha1sum) | sha1sum | cut -d' ' -f1
+  exit 0
+fi
 ref="${1:-HEAD}"
 dir="${2:-$root/build-ab-base}"
 sha=$(git -C "$root" rev-parse --verify --short "$ref^{commit}") || { echo "ab-base: $ref is not a commit" >&2; exit 2; }

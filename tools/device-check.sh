@@ -15,7 +15,7 @@
 #
 # Environment: TIEBREAK_DEVICE_BUILD (build dir, default build-device), TIEBREAK_DEVICE_DEADLINE
 # (seconds from start after which no new stage starts, default 560), TIEBREAK_GPU_SWEEP_LOG2 (passed
-# to the tests), TIEBREAK_DEVICE_FILTER (gtest filter for the test stage), TIEBREAK_SANITIZE_TOOLS
+# to the tests), TIEBREAK_DEVICE_FILTER (a ctest -R regular expression over the test stage's test names, e.g. 'FlashGpu|sfu_gpu'), TIEBREAK_SANITIZE_TOOLS
 # (default "memcheck racecheck initcheck synccheck"), TIEBREAK_MMA_IDENTIFY (a tiebreak_mma_identify built
 # elsewhere, tried first by the mma stage), TIEBREAK_MMA_BUDGET (validation seconds, default 60),
 # TIEBREAK_ATTN_BENCH_BUDGET (seconds of the attn-bench stage's measurements, default 120) and
@@ -57,7 +57,7 @@ say "stages: ${stages[*]}; build dir $BUILD; $JOBS jobs; deadline ${DEADLINE}s"
 # --- configure + build -----------------------------------------------------------------------------
 GPU_TARGETS=(tiebreak_gpu device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test random_gpu_test mma_model_gpu_test mma_gpu_test tiebreak_mma_identify)
 # Targets that exist only in some checkouts (added by later work) are built when CMake knows them.
-OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test flash_gpu_test tiebreak_gemm_dump audit_gemm_gpu_test)
+OPTIONAL_GPU_TARGETS=(attention_reference_gpu_test audit_gpu_test attn_problem_gpu_test flash_gpu_test tiebreak_gemm_dump audit_gemm_gpu_test sfu_gpu_test tiebreak_ex2_probe)
 # Built with the GPU targets when the full configure works, so the audit stage reuses them.
 AUDIT_HOST_TARGETS=(audit_bench tiebreak_cli)
 # With the benchmarks (the audit stage times audit_bench) where Google Benchmark is installed.
@@ -317,6 +317,7 @@ if want sanitize; then
     san_tests=()
     for t in device_gpu_test round_gpu_test fast_gpu_test ops_gpu_test random_gpu_test mma_model_gpu_test mma_gpu_test \
              "${OPTIONAL_GPU_TARGETS[@]}"; do
+      [ "$t" = tiebreak_ex2_probe ] && continue  # a capture tool, not a test
       [ -n "$(find_bin "$t")" ] && san_tests+=("$t")
     done
   fi
@@ -387,10 +388,15 @@ if want attn-bench || want attn-bench-quick; then
       say "attn-bench: base tree $bsrc has no CMakeLists.txt (make it with tools/ab-base.sh and carry it)"; status=1
     elif [ "$b" -gt 30 ]; then
       t0=$(date +%s)
+      # The exported files carry the commit's date, not today's: a base build kept from an earlier
+      # call (another base) would look up to date. Its fingerprint decides; a new tree starts afresh.
+      fp=$(bash "$ROOT/tools/ab-base.sh" --fingerprint "$bsrc")
+      if [ "$(cat "$BUILD/base/.ab-base-fingerprint" 2>/dev/null)" != "$fp" ]; then rm -rf "$BUILD/base"; fi
       if cmake -S "$bsrc" -B "$BUILD/base" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
            "-DCMAKE_CUDA_ARCHITECTURES=90-real;90a-real" -DTIEBREAK_BUILD_BENCHMARKS=OFF -DTIEBREAK_BUILD_TESTS=OFF >>"$LOG" 2>&1 &&
          timeout "$b" cmake --build "$BUILD/base" -j "$JOBS" --target attention_bench >>"$LOG" 2>&1 &&
          [ -x "$BUILD/base/bench/attention_bench" ]; then
+        echo "$fp" >"$BUILD/base/.ab-base-fingerprint"
         blabel=$(cat "$bsrc/.ab-base-ref" 2>/dev/null || basename "$bsrc")
         ab_args+=(--base-bench "$BUILD/base/bench/attention_bench" --base-label "$blabel")
         say "attn-bench: base tree $blabel: attention_bench built in $(( $(date +%s) - t0 ))s"

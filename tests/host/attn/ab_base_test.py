@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """tools/ab-base.sh: the base tree of a before/after benchmark is commit REF's tracked files, with
 the commit's short name beside them; a name that is no commit, or a folder that is not an earlier
-export, is refused with exit 2.
+export, is refused with exit 2; --fingerprint names a tree's files and contents, not its dates.
     ab_base_test.py REPO_ROOT      exit 0: passed; 1: failed; 77: skipped (no git, or not a clone)"""
 import os
 import shutil
@@ -38,6 +38,22 @@ def main(root):
         subprocess.run(["bash", script, "HEAD", out], capture_output=True)
         if os.path.exists(os.path.join(out, "stale")):
             fails.append("a stale file survived a second export")
+        # The fingerprint names files and contents, not times: the same export twice gives the same
+        # line; one changed byte under the old date (what git archive does) gives another.
+        fp = lambda: subprocess.run(["bash", script, "--fingerprint", out], capture_output=True, text=True).stdout.strip()
+        a = fp()
+        subprocess.run(["bash", script, "HEAD", out], capture_output=True)
+        if fp() != a or len(a) != 40:
+            fails.append("the fingerprint of one commit's export changed, or is not a sha1: %r" % a)
+        cm = os.path.join(out, "CMakeLists.txt")
+        st = os.stat(cm)
+        with open(cm, "a") as f:
+            f.write("# one more line\n")
+        os.utime(cm, ns=(st.st_atime_ns, st.st_mtime_ns))
+        if fp() == a:
+            fails.append("a changed file under its old date kept the fingerprint")
+        if subprocess.run(["bash", script, "--fingerprint", os.path.join(d, "none")], capture_output=True).returncode != 2:
+            fails.append("--fingerprint of a missing folder did not exit 2")
         # A folder that is not an earlier export is never removed.
         keep = os.path.join(d, "keep")
         os.makedirs(keep)
