@@ -12,8 +12,9 @@
 /// Subnormals are kept on both sides (no FTZ: the project compiles without fast-math and with
 /// `-ftz=false`).
 ///
-/// The software exp2 exists because the hardware exponential (`ex2.approx.ftz.f32` on the SFU) has
-/// no exact model yet (STYLE.md, principle 6): exp2_sw is range reduction to n + f with |f| <= 1/2,
+/// The software exp2 gives the same bits on every GPU and on the host; the hardware exponential
+/// (`ex2.approx.ftz.f32` on the SFU) is modelled in fp/sfu.hpp from a table captured on the H200
+/// (STYLE.md, principle 6), so only there. exp2_sw is range reduction to n + f with |f| <= 1/2,
 /// a degree-6 polynomial for 2^f in Horner form with one fma per coefficient, and a scale by 2^n
 /// through the exponent field. Accuracy: at most 0.9516 ulp on every input in [-126, 128) (measured
 /// exhaustively: TIEBREAK_F32_MATH_EXHAUSTIVE=1 tests/host/fp/f32_math_test.cpp); exp2_sw(0) == 1 exactly, so P-bar = exp(s - max)
