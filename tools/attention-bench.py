@@ -70,12 +70,21 @@ def shape_key(r):
 TIEBREAK_BACKENDS = ("tiebreak", "tiebreak-base")  # this tree's kernels, the base tree's (--base-bench)
 
 
+def exp_of(r):
+    """A tiebreak record's exponential (records of programs before --exp: software); None for SDPA."""
+    if r["backend"] not in TIEBREAK_BACKENDS:
+        return None
+    return r.get("exp") or "software"
+
+
 def label(r):
     if r["backend"] not in TIEBREAK_BACKENDS:
         return r["backend"]
     s = ("tiebreak " if r["backend"] == "tiebreak" else "base ") + r["mode"]
     if r.get("scaling", "unfused") != "unfused":
         s += " " + r["scaling"]
+    if exp_of(r) == "sfu":
+        s += " sfu"
     if r.get("probe"):
         s += " +probe"
     return s
@@ -84,37 +93,41 @@ def label(r):
 def sort_key(r):
     b = {"sdpa-flash": 0, "sdpa-cudnn": 1, "tiebreak": 2}.get(r["backend"], 3)
     m = MODES.index(r["mode"]) if r.get("mode") in MODES else -1
-    return (PASSES.index(r["pass"]), r["dim"], r["seq"], bool(r["causal"]), b, r.get("scaling") != "unfused", m,
-            bool(r.get("probe")))
+    return (PASSES.index(r["pass"]), r["dim"], r["seq"], bool(r["causal"]), b, r.get("scaling") != "unfused",
+            exp_of(r) == "sfu", m, bool(r.get("probe")))
 
 
 def merge(records):
     """The timed records, sorted, each with its ratios: vs_flash / vs_cudnn (TFLOP/s over the SDPA
     backend's on the same shape and pass), and for tiebreak's (and the base tree's): cost_vs_bf16 (time
     over the bf16 mode's of the same tree with the same scaling and probe, minus 1), probe_cost (time
-    over the unprobed run's, minus 1) and, for this tree's, vs_base (TFLOP/s over the base tree's same
-    case). A ratio whose reference is missing is None."""
+    over the unprobed run's, minus 1), both with the same exponential; for this tree's, vs_base (TFLOP/s
+    over the base tree's same case, same exponential) and, with the SFU's exponential, vs_software
+    (TFLOP/s over the same case with the software one). A ratio whose reference is missing is None."""
     res = sorted((dict(r) for r in records if r.get("kind") == "result"), key=sort_key)
     by = {}
     for r in res:
-        by[(shape_key(r), r["backend"], r.get("mode"), r.get("scaling"), bool(r.get("probe")))] = r
+        by[(shape_key(r), r["backend"], r.get("mode"), r.get("scaling"), exp_of(r), bool(r.get("probe")))] = r
     for r in res:
-        k = shape_key(r)
+        k, e = shape_key(r), exp_of(r)
         for name, ref in (("vs_flash", "sdpa-flash"), ("vs_cudnn", "sdpa-cudnn")):
-            f = by.get((k, ref, None, None, False))
+            f = by.get((k, ref, None, None, None, False))
             r[name] = r["tflops"] / f["tflops"] if f and f["tflops"] > 0 else None
-        r["cost_vs_bf16"] = r["probe_cost"] = r["vs_base"] = None
+        r["cost_vs_bf16"] = r["probe_cost"] = r["vs_base"] = r["vs_software"] = None
         if r["backend"] in TIEBREAK_BACKENDS:
-            b = by.get((k, r["backend"], "bf16", r["scaling"], bool(r["probe"])))
+            b = by.get((k, r["backend"], "bf16", r["scaling"], e, bool(r["probe"])))
             if b and r["mode"] != "bf16":
                 r["cost_vs_bf16"] = r["ms"] / b["ms"] - 1
-            u = by.get((k, r["backend"], r["mode"], r["scaling"], False))
+            u = by.get((k, r["backend"], r["mode"], r["scaling"], e, False))
             if u and r["probe"]:
                 r["probe_cost"] = r["ms"] / u["ms"] - 1
         if r["backend"] == "tiebreak":
-            o = by.get((k, "tiebreak-base", r["mode"], r["scaling"], bool(r["probe"])))
+            o = by.get((k, "tiebreak-base", r["mode"], r["scaling"], e, bool(r["probe"])))
             if o and o["tflops"] > 0:
                 r["vs_base"] = r["tflops"] / o["tflops"]
+            sw = by.get((k, "tiebreak", r["mode"], r["scaling"], "software", bool(r["probe"])))
+            if e == "sfu" and sw and sw["tflops"] > 0:
+                r["vs_software"] = r["tflops"] / sw["tflops"]
     return res
 
 
@@ -127,8 +140,16 @@ def sdpa_record(backend, pass_, dim, seq, batch, heads, causal):
 def goals(res):
     """Issues 17 and 18's speed goals, each with the worst measured value over the shapes it covers
     (None where nothing was measured): [{goal, worst, limit, met, n}]."""
+    out = []
+    for exp in ("software", "sfu"):
+        out += goals_of(res, exp, "" if exp == "software" else " [sfu exp]")
+    return out
+
+
+def goals_of(res, exp, suffix):
     def tb(r, mode="bf16", probe=False):
-        return r["backend"] == "tiebreak" and r["mode"] == mode and r["scaling"] == "unfused" and bool(r["probe"]) == probe
+        return (r["backend"] == "tiebreak" and r["mode"] == mode and r["scaling"] == "unfused" and exp_of(r) == exp
+                and bool(r["probe"]) == probe)
 
     rules = [
         ("issue 17 floor: bf16 fwd >= 0.6x flash, S=4k, D=128",
@@ -140,14 +161,19 @@ def goals(res):
         ("bf16 fwd+bwd >= 0.9x flash, S=4k/16k",
          lambda r: tb(r) and r["pass"] == "fwd+bwd" and r["seq"] in (4096, 16384), "vs_flash", 0.9, True),
         ("probe cost <= 10 % (every mode)",
-         lambda r: r["backend"] == "tiebreak" and r["probe"] and r["scaling"] == "unfused", "probe_cost", 0.10, False),
+         lambda r: r["backend"] == "tiebreak" and r["probe"] and r["scaling"] == "unfused" and exp_of(r) == exp,
+         "probe_cost", 0.10, False),
         ("debias cost <= 5 % over bf16", lambda r: tb(r, "debias"), "cost_vs_bf16", 0.05, False),
         ("stochastic cost <= 10 % over bf16", lambda r: tb(r, "stochastic"), "cost_vs_bf16", 0.10, False),
         ("fp32 cost over bf16 (reported)", lambda r: tb(r, "fp32"), "cost_vs_bf16", None, False),
         ("stretch: bf16 fwd >= 0.8x cuDNN", lambda r: tb(r) and r["pass"] == "fwd", "vs_cudnn", 0.8, True),
     ]
+    if exp == "sfu":
+        rules.append(("sfu exp over software, bf16 (reported)", lambda r: tb(r) or tb(r, probe=True), "vs_software",
+                      None, True))
     out = []
     for text, sel, field, limit, higher in rules:
+        text += suffix if not text.startswith("sfu exp") else ""
         vals = [r[field] for r in res if sel(r) and r.get(field) is not None]
         worst = (min(vals) if higher else max(vals)) if vals else None
         met = None
@@ -217,6 +243,14 @@ def markdown(report):
             lines += ["", pass_title(pass_, dim) + ":", ""]
             lines += compact_table([r for r in vb if r["pass"] == pass_ and r["dim"] == dim], "kernel",
                                    lambda r: fmt_ratio(r["vs_base"]))
+    vs = [r for r in res if r.get("vs_software") is not None]
+    if vs:
+        lines += ["", "## The SFU's exponential against the software one, same run", "",
+                  "TFLOP/s with exp2_policy sfu (ex2.approx.ftz, modelled) over the same kernel with exp2_sw (> 1: faster)."]
+        for (pass_, dim) in sorted({(r["pass"], r["dim"]) for r in vs}, key=lambda x: (PASSES.index(x[0]), x[1])):
+            lines += ["", pass_title(pass_, dim) + ":", ""]
+            lines += compact_table([r for r in vs if r["pass"] == pass_ and r["dim"] == dim], "kernel",
+                                   lambda r: fmt_ratio(r["vs_software"]))
     g = [x for x in report["goals"] if x["n"]]
     if g:
         lines += ["", "## Goals (issues 17, 18): worst case over the shapes measured", "",
@@ -330,6 +364,8 @@ def bench_args(args):
          "--dims", ",".join(map(str, args.dims)), "--causal", args.causal, "--modes", ",".join(args.modes),
          "--probe", args.probe, "--scaling", args.scaling, "--passes", ",".join(args.passes),
          "--warmup", str(args.warmup), "--reps", str(args.reps), "--seed", str(args.seed)]
+    if getattr(args, "exp", "software") != "software":  # programs before --exp know the software one only
+        a += ["--exp", args.exp]
     return a
 
 
@@ -392,6 +428,8 @@ def run_trees(path, base, args, out_dir, budget, log):
                 continue
             sub = argparse.Namespace(**vars(args))
             sub.passes, sub.seqs = [pass_], [seq]
+            if name == "tiebreak-base" and getattr(args, "base_exp", "software") != args.exp:
+                sub.exp = args.base_exp
             left = max(budget - (time.monotonic() - start), 1) if budget else 0
             r, meta, note = run_bench(prog, sub, out_dir, left, log, name=name + "-part")
             for x in r:
@@ -436,6 +474,10 @@ def parse_args(argv):
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--probe", default="both", choices=("off", "on", "both"))
     p.add_argument("--scaling", default="unfused", choices=("unfused", "fused", "both"))
+    p.add_argument("--exp", default="both", choices=("software", "sfu", "both"),
+                   help="the exponential: exp2_sw, the SFU's ex2.approx (modelled), or both")
+    p.add_argument("--base-exp", default="software", choices=("software", "sfu", "both"),
+                   help="the base tree's exponentials (software: a tree from before --exp)")
     p.add_argument("--passes", default="fwd,fwd+bwd")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
@@ -662,13 +704,15 @@ def self_test(bench):
     # Synthetic records: flash 10 ms, cuDNN 5 ms; tiebreak bf16 8 ms, debias 8.32, fp32 9, probed bf16 8.72.
     recs = []
 
-    def add(backend, ms, pass_="fwd", seq=4096, causal=False, mode=None, probe=None, scaling=None):
+    def add(backend, ms, pass_="fwd", seq=4096, causal=False, mode=None, probe=None, scaling=None, exp=None):
         if backend == "tiebreak":
             r = {"kind": "result", "backend": "tiebreak", "mode": mode, "scaling": scaling or "unfused",
                  "probe": bool(probe), "pass": pass_, "batch": 16384 // seq, "heads": 16, "seq": seq, "dim": 128,
                  "causal": causal, "flops": flops(16384 // seq, 16, seq, 128, causal, pass_)}
         else:
             r = sdpa_record(backend, pass_, 128, seq, 16384 // seq, 16, causal)
+        if exp:  # records without "exp" are software's (programs before --exp)
+            r["exp"] = exp
         r.update(reps=5, ms=ms, ms_min=ms, ms_max=ms, tflops=r["flops"] / (ms * 1e-3) / 1e12)
         recs.append(r)
         return r
@@ -683,13 +727,15 @@ def self_test(bench):
     add("sdpa-flash", 30.0, pass_="fwd+bwd")
     add("tiebreak", 40.0, pass_="fwd+bwd", mode="bf16")
     add("tiebreak", 2.0, seq=1024, causal=True, mode="bf16")  # no SDPA reference for this shape
+    add("tiebreak", 6.4, mode="bf16", exp="sfu")  # the SFU's exponential: 1.25x software's 8 ms
+    add("tiebreak", 6.72, mode="debias", exp="sfu")  # 5 % over sfu bf16, not over software's
     recs.append({"kind": "error", "backend": "sdpa-cudnn", "mode": None, "scaling": None, "probe": None,
                  "pass": "fwd+bwd", "batch": 4, "heads": 16, "seq": 4096, "dim": 128, "causal": False,
                  "flops": 1.0, "error": "No available kernel."})
     res = merge(recs)
     get = {(label(r), r["pass"], r["seq"]): r for r in res}
     close = lambda a, b: a is not None and abs(a - b) < 1e-12
-    check(len(res) == 10, "merge keeps the 10 timed records, not the error")
+    check(len(res) == 12, "merge keeps the 12 timed records, not the error")
     check([label(r) for r in res if r["pass"] == "fwd" and r["seq"] == 4096][:4] ==
           ["sdpa-flash", "sdpa-cudnn", "tiebreak bf16", "tiebreak bf16 +probe"], "sort order: SDPA first")
     check(close(get[("tiebreak bf16", "fwd", 4096)]["vs_flash"], 10.0 / 8.0), "vs_flash = 1.25")
@@ -702,6 +748,10 @@ def self_test(bench):
     check(close(get[("tiebreak bf16", "fwd+bwd", 4096)]["vs_flash"], 0.75), "fwd+bwd vs_flash = 0.75")
     check(get[("tiebreak bf16", "fwd+bwd", 4096)]["vs_cudnn"] is None, "no cuDNN reference: None")
     check(get[("tiebreak bf16", "fwd", 1024)]["vs_flash"] is None, "no flash reference: None")
+    check(close(get[("tiebreak bf16 sfu", "fwd", 4096)]["vs_software"], 1.25), "sfu over software: 1.25")
+    check(get[("tiebreak bf16", "fwd", 4096)]["vs_software"] is None, "software has no vs_software")
+    check(close(get[("tiebreak debias sfu", "fwd", 4096)]["cost_vs_bf16"], 0.05), "sfu debias against sfu bf16")
+    check(close(get[("tiebreak debias", "fwd", 4096)]["cost_vs_bf16"], 8.32 / 8.0 - 1), "software debias unchanged")
 
     g = {x["goal"]: x for x in goals(res)}
     x = g["issue 17 floor: bf16 fwd >= 0.6x flash, S=4k, D=128"]
@@ -713,6 +763,12 @@ def self_test(bench):
     x = g["probe cost <= 10 % (every mode)"]
     check(x["n"] == 1 and x["met"] is True and close(x["worst"], 8.72 / 8.0 - 1), "goal: probe cost")
     check(g["bf16 fwd >= 0.9x flash, D=64 or S=1k"]["n"] == 0, "goal without cases: n = 0")
+    x = g["bf16 fwd >= 1.0x flash, S=4k/16k, D=128 [sfu exp]"]
+    check(x["n"] == 1 and close(x["worst"], 10.0 / 6.4) and x["met"] is True, "goal: sfu forward apart")
+    check(g["bf16 fwd >= 1.0x flash, S=4k/16k, D=128"]["n"] == 1 and close(
+        g["bf16 fwd >= 1.0x flash, S=4k/16k, D=128"]["worst"], 1.25), "goal: software forward apart")
+    x = g["sfu exp over software, bf16 (reported)"]
+    check(x["n"] == 1 and close(x["worst"], 1.25), "goal: sfu over software reported")
 
     class A:  # the options build_report reads
         tokens, heads, warmup, reps = 16384, 16, 2, 5
@@ -729,8 +785,10 @@ def self_test(bench):
     check("> SDPA not measured: synthetic" in md and "Synthetic H200" in md, "notes and device")
     check("| bf16 fwd+bwd >= 0.9x flash, S=4k/16k | 0.75× | 0.90× | **no** | 1 |" in md,
           "goal row")
+    check("## The SFU's exponential against the software one, same run" in md and "| tiebreak bf16 sfu | 1.25× |" in md,
+          "the sfu section")
     back = json.loads(json.dumps(report))
-    check(back["device"] == "Synthetic H200" and len(back["results"]) == 10 and back["torch"] == "0.0", "JSON round trip")
+    check(back["device"] == "Synthetic H200" and len(back["results"]) == 12 and back["torch"] == "0.0", "JSON round trip")
 
     # A JSON-lines file cut short by a killed run.
     with tempfile.TemporaryDirectory() as d:
@@ -847,7 +905,9 @@ def self_test(bench):
         p = subprocess.run([bench, "--dry-run"] + bench_args(args), capture_output=True, text=True, timeout=60)
         plan = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
         check(p.returncode == 0, "dry run exits 0")
-        check(len(plan) == 2 * 2 * 2 * 4 * 2 * 2 * 2, "dry run: dims x seqs x causal x modes x scalings x probe x passes")
+        check(len(plan) == 2 * 2 * 2 * 4 * 2 * 2 * 2 * 2,
+              "dry run: dims x seqs x causal x modes x scalings x exps x probe x passes")
+        check(sorted({r.get("exp") for r in plan}) == ["sfu", "software"], "dry run: both exponentials (--exp both)")
         check(all(r["kind"] == "plan" and r["flops"] == flops(r["batch"], r["heads"], r["seq"], r["dim"], r["causal"],
                                                                   r["pass"]) for r in plan), "dry run FLOP counts")
         check({(r["seq"], r["batch"]) for r in plan} == {(1024, 16), (4096, 4)}, "B = tokens / S")

@@ -56,6 +56,7 @@ struct options {
   std::vector<std::string> modes{"bf16", "fp32", "debias", "stochastic"};
   std::string probe = "both";     // off | on | both
   std::string scaling = "unfused";  // unfused | fused | both
+  std::string exp = "software";     // software | sfu | both
   std::vector<std::string> passes{"fwd", "fwd+bwd"};
   int warmup = 2;
   int reps = 5;
@@ -72,6 +73,7 @@ struct bench_case {
   bool causal;
   attn::out_mode mode;
   attn::score_scaling scaling;
+  attn::exp2_policy exp;
   bool probe;
   bool backward;
 };
@@ -106,6 +108,10 @@ std::vector<bench_case> plan(const options& o) {
   if (o.scaling == "unfused" || o.scaling == "both") scalings.push_back(attn::score_scaling::unfused);
   if (o.scaling == "fused" || o.scaling == "both") scalings.push_back(attn::score_scaling::fused);
   if (scalings.empty()) bad_input("--scaling must be unfused, fused or both, not '" + o.scaling + "'");
+  std::vector<attn::exp2_policy> exps;
+  if (o.exp == "software" || o.exp == "both") exps.push_back(attn::exp2_policy::software);
+  if (o.exp == "sfu" || o.exp == "both") exps.push_back(attn::exp2_policy::sfu);
+  if (exps.empty()) bad_input("--exp must be software, sfu or both, not '" + o.exp + "'");
   std::vector<bool> backward;
   for (const std::string& p : o.passes) {
     if (p == "fwd") backward.push_back(false);
@@ -119,8 +125,9 @@ std::vector<bench_case> plan(const options& o) {
       for (bool c : causal)
         for (attn::out_mode m : modes)
           for (attn::score_scaling sc : scalings)
-            for (bool p : probe)
-              for (bool bw : backward) out.push_back({o.tokens / s, o.heads, s, d, c, m, sc, p, bw});
+            for (attn::exp2_policy e : exps)
+              for (bool p : probe)
+                for (bool bw : backward) out.push_back({o.tokens / s, o.heads, s, d, c, m, sc, e, p, bw});
   return out;
 }
 
@@ -130,6 +137,7 @@ json describe(const bench_case& c, const char* kind) {
               {"backend", "tiebreak"},
               {"mode", std::string(attn::to_string(c.mode))},
               {"scaling", std::string(attn::to_string(c.scaling))},
+              {"exp", std::string(attn::to_string(c.exp))},
               {"probe", c.probe},
               {"pass", c.backward ? "fwd+bwd" : "fwd"},
               {"batch", c.batch},
@@ -212,6 +220,7 @@ json run_case(const bench_case& c, tensors& t, const options& o, cudaEvent_t sta
   a.prob.scale = 1.0 / std::sqrt(static_cast<double>(c.dim));  // SDPA's default scale
   a.opt.mode = c.mode;
   a.opt.scaling = c.scaling;
+  a.opt.exp = c.exp;
   a.opt.seed = o.seed;
   const bool fp32 = c.mode == attn::out_mode::fp32;
   a.t.q = t.q.p;
@@ -281,8 +290,9 @@ json run_case(const bench_case& c, tensors& t, const options& o, cudaEvent_t sta
 
 std::string case_line(const json& r) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-10s %-7s probe=%-3s %-7s D=%-3zu S=%-5zu B=%-3zu %-6s", r["mode"].get<std::string>().c_str(),
-                r["scaling"].get<std::string>().c_str(), r["probe"].get<bool>() ? "on" : "off",
+  std::snprintf(buf, sizeof buf, "%-10s %-7s %-8s probe=%-3s %-7s D=%-3zu S=%-5zu B=%-3zu %-6s",
+                r["mode"].get<std::string>().c_str(), r["scaling"].get<std::string>().c_str(),
+                r["exp"].get<std::string>().c_str(), r["probe"].get<bool>() ? "on" : "off",
                 r["pass"].get<std::string>().c_str(), r["dim"].get<std::size_t>(), r["seq"].get<std::size_t>(),
                 r["batch"].get<std::size_t>(), r["causal"].get<bool>() ? "causal" : "full");
   return buf;
@@ -302,6 +312,7 @@ int main(int argc, char** argv) {
   app.add_option("--modes", o.modes, "output modes: bf16,fp32,debias,stochastic")->delimiter(',');
   app.add_option("--probe", o.probe, "per-head probe: off | on | both");
   app.add_option("--scaling", o.scaling, "score scaling: unfused | fused | both");
+  app.add_option("--exp", o.exp, "the exponential: software | sfu | both");
   app.add_option("--passes", o.passes, "fwd,fwd+bwd")->delimiter(',');
   app.add_option("--warmup", o.warmup, "untimed calls before the timed ones (at least one is made: the first call is checked)");
   app.add_option("--reps", o.reps, "timed calls per case (median reported)");

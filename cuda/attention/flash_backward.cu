@@ -27,14 +27,14 @@ __global__ void __launch_bounds__(attn::bwd_threads)
 }
 
 /// dK and dV (KV: a block per 64 keys of a key/value head) or dQ (a block per 64 query rows of a head).
-template <int D, attn::score_scaling Sc, bool KV>
+template <int D, attn::score_scaling Sc, attn::exp2_policy E, bool KV>
 __global__ void __launch_bounds__(attn::bwd_threads) flash_gradient_kernel(attn::flash_args a, attn::flash_consts c) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
   const int heads = static_cast<int>(KV ? a.prob.shape.kv_heads : a.prob.shape.heads);
   const int bh = static_cast<int>(blockIdx.y), blk = static_cast<int>(blockIdx.x);
-  if constexpr (KV) attn::flash_dkdv_block<be_t, D, Sc>(be, a, c, bh / heads, bh % heads, blk);
-  else attn::flash_dq_block<be_t, D, Sc>(be, a, c, bh / heads, bh % heads, blk);
+  if constexpr (KV) attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
+  else attn::flash_dq_block<be_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
 }
 
 template <attn::out_mode M, class Probe>
@@ -51,7 +51,7 @@ void delta(const attn::flash_args& a, cudaStream_t st) {
   else check(cudaStreamSynchronize(st), "delta kernel");
 }
 
-template <int D, attn::score_scaling Sc>
+template <int D, attn::score_scaling Sc, attn::exp2_policy E>
 void gradients(const attn::flash_args& a, cudaStream_t st) {
   const auto& s = a.prob.shape;
   const attn::flash_consts c = attn::make_consts(a);
@@ -64,8 +64,8 @@ void gradients(const attn::flash_args& a, cudaStream_t st) {
     kernel<<<dim3(n, static_cast<unsigned>(s.batch * heads)), attn::bwd_threads, smem, st>>>(a, c);
     check(cudaGetLastError(), what);
   };
-  run(flash_gradient_kernel<D, Sc, true>, s.seq_k, s.kv_heads, "launch dK/dV");
-  run(flash_gradient_kernel<D, Sc, false>, s.seq_q, s.heads, "launch dQ");
+  run(flash_gradient_kernel<D, Sc, E, true>, s.seq_k, s.kv_heads, "launch dK/dV");
+  run(flash_gradient_kernel<D, Sc, E, false>, s.seq_q, s.heads, "launch dQ");
   check(cudaStreamSynchronize(st), "gradient kernels");
 }
 
@@ -79,7 +79,7 @@ void attention_backward(const attn::flash_args& a, void* stream) {
     throw std::invalid_argument("tiebreak::gpu::attention_backward: batch * heads must be at most 65535");
   const auto st = static_cast<cudaStream_t>(stream);
   attn::dispatch_delta(a, [&]<attn::out_mode M, class Probe>() { delta<M, Probe>(a, st); });
-  attn::dispatch_gradients(a, [&]<int D, attn::score_scaling Sc>() { gradients<D, Sc>(a, st); });
+  attn::dispatch_gradients(a, [&]<int D, attn::score_scaling Sc, attn::exp2_policy E>() { gradients<D, Sc, E>(a, st); });
 }
 
 }  // namespace tiebreak::gpu

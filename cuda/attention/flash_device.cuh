@@ -28,6 +28,12 @@ struct device_backend {
     f(static_cast<int>(threadIdx.x));
   }
   __device__ __forceinline__ void sync() { __syncthreads(); }
+  /// The SFU's exponential (exp2_policy::sfu): MUFU.EX2, modelled by fp/sfu.hpp.
+  __device__ __forceinline__ static float ex2_approx_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+  }
   __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
   template <int N>
   __device__ __forceinline__ void wait() {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The forward kernels: attn::flash_forward_block with the hardware backend, one instantiation per
-// (head dim, output mode, score scaling, probe), behind tiebreak::gpu::attention_forward.
+// (head dim, output mode, score scaling, probe, exponential), behind tiebreak::gpu::attention_forward.
 #include <cstdint>
 #include <stdexcept>
 
@@ -13,24 +13,24 @@ namespace {
 
 constexpr detail::cuda_check check{"tiebreak::gpu::attention_forward"};
 
-template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe>
+template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::exp2_policy E>
 __global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks)
     flash_forward_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   detail::device_backend<attn::fwd_threads> be{reinterpret_cast<std::uint16_t*>(smem_raw)};
   const int qt = static_cast<int>(blockIdx.x), bh = static_cast<int>(blockIdx.y);
   const int heads = static_cast<int>(a.prob.shape.heads);
-  attn::flash_forward_block<detail::device_backend<attn::fwd_threads>, D, M, Sc, Probe>(
+  attn::flash_forward_block<detail::device_backend<attn::fwd_threads>, D, M, Sc, Probe, E>(
       be, a, c, bh / heads, bh % heads, qt, Probe::enabled ? partial + static_cast<std::size_t>(bh) * n_qt + qt : nullptr);
 }
 
-template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe>
+template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::exp2_policy E>
 void launch(const attn::flash_args& a, cudaStream_t stream) {
   const auto& s = a.prob.shape;
   const int n_qt = static_cast<int>((s.seq_q + attn::fwd_rows - 1) / attn::fwd_rows);
   const std::size_t bh = s.batch * s.heads;
   constexpr std::size_t smem = attn::fwd_smem_bytes<D, Probe::enabled>;
-  auto* kernel = flash_forward_kernel<D, M, Sc, Probe>;
+  auto* kernel = flash_forward_kernel<D, M, Sc, Probe, E>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute");
   if (bh > 65535) throw std::invalid_argument("tiebreak::gpu::attention_forward: batch * heads must be at most 65535");
@@ -46,7 +46,8 @@ void launch(const attn::flash_args& a, cudaStream_t stream) {
 
 bool attention_available() noexcept {
   return detail::kernel_image_status(
-             flash_forward_kernel<64, attn::out_mode::bf16, attn::score_scaling::unfused, probe::no_probe>) == cudaSuccess;
+             flash_forward_kernel<64, attn::out_mode::bf16, attn::score_scaling::unfused, probe::no_probe,
+                                  attn::exp2_policy::software>) == cudaSuccess;
 }
 
 void attention_forward(const attn::flash_args& a, void* stream) {
@@ -54,7 +55,9 @@ void attention_forward(const attn::flash_args& a, void* stream) {
   if (e != attn::flash_error::ok) throw std::invalid_argument(attn::error_text(e));
   detail::check_alignment(a, false, "tiebreak::gpu::attention_forward");
   const auto st = static_cast<cudaStream_t>(stream);
-  attn::dispatch_forward(a, [&]<int D, attn::out_mode M, attn::score_scaling Sc, class Probe>() { launch<D, M, Sc, Probe>(a, st); });
+  attn::dispatch_forward(a, [&]<int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::exp2_policy E>() {
+    launch<D, M, Sc, Probe, E>(a, st);
+  });
 }
 
 }  // namespace tiebreak::gpu

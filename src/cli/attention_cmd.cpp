@@ -40,6 +40,7 @@ struct attention_args {
   float debias_max_shift = attn::flash_options{}.debias_max_shift;
   float near_tolerance = attn::flash_options{}.near_tolerance;
   bool scale_fma = false;
+  std::string exp = "software";
   bool emulate = false;
   bool causal = false;
   std::string shape;
@@ -116,6 +117,9 @@ void run(const attention_args& a) {
   attn::out_mode mode{};
   if (!attn::parse_out_mode(a.mode, mode))
     throw std::invalid_argument("--mode: unknown mode '" + a.mode + "' (expected one of bf16 fp32 debias stochastic)");
+  attn::exp2_policy exp{};
+  if (!attn::parse_exp2_policy(a.exp, exp))
+    throw std::invalid_argument("--exp: unknown exponential '" + a.exp + "' (expected software or sfu)");
   if (a.shape.empty() == a.inputs.empty())
     throw std::invalid_argument("give either --shape B,H,S,D or --inputs FILE (exactly one)");
   if (!(a.beta > 1.0f) || !(a.beta < std::numeric_limits<float>::infinity()))
@@ -166,6 +170,7 @@ void run(const attention_args& a) {
   attn::flash_options opt;
   opt.mode = mode;
   opt.scaling = a.scale_fma ? attn::score_scaling::fused : attn::score_scaling::unfused;
+  opt.exp = exp;
   opt.beta = a.beta;
   opt.debias_max_shift = a.debias_max_shift;
   opt.near_tolerance = a.near_tolerance;
@@ -191,8 +196,9 @@ void run(const attention_args& a) {
     if (bad_q + bad_k + bad_v + bad_do)
       std::cerr << fmt::format("tiebreak attention: the inputs hold NaN/Inf values (q {}, k {}, v {}, do {}): counted; the run proceeds\n",
                                bad_q, bad_k, bad_v, bad_do);
-    std::cerr << fmt::format("tiebreak attention: mode {}, {} scaling, on the {} ...\n", attn::to_string(mode),
-                             attn::to_string(opt.scaling), attention::to_string(be));
+    std::cerr << fmt::format("tiebreak attention: mode {}, {} scaling, {} exponential, on the {} ...\n",
+                             attn::to_string(mode), attn::to_string(opt.scaling), attn::to_string(opt.exp),
+                             attention::to_string(be));
   }
   attention::outputs out;
   try {
@@ -215,6 +221,7 @@ void run(const attention_args& a) {
                   {"seq_k", s.seq_k}, {"dim", s.dim}, {"dim_v", s.dim_v}, {"causal", prob.causal()},
                   {"scale", io::json_number(prob.scale)}, {"layout", "bhsd"}};
   j["options"] = {{"mode", attn::to_string(mode)}, {"scaling", attn::to_string(opt.scaling)},
+                  {"exp", attn::to_string(opt.exp)},
                   {"beta", io::json_number(opt.beta)}, {"debias_max_shift", io::json_number(opt.debias_max_shift)},
                   {"seed", opt.seed},
                   {"near_tolerance", io::json_number(opt.near_tolerance)}};
@@ -297,6 +304,10 @@ void register_attention(CLI::App& app) {
                   "Probe: a score within this distance of the row maximum (scaled units, scale * q.k) counts as a near repeat")
       ->capture_default_str()->check(finite);
   cmd->add_flag("--scale-fma", a->scale_fma, "Scale the score with one FMA (upstream flash-attention) instead of two roundings");
+  cmd->add_option("--exp", a->exp,
+                  "The exponential: software (exp2_sw, the same bits on every GPU) or sfu (ex2.approx.ftz, one "
+                  "instruction; its model, and so --emulate, matches the H200's unit bit for bit)")
+      ->capture_default_str();
   cmd->add_flag("--emulate", a->emulate, "Run the bit-exact host twin instead of the GPU kernels");
   cmd->add_flag("--causal", a->causal, "Causal mask (bottom-right aligned when seq_q != seq_k)");
   cmd->add_option("--shape", a->shape, "Draw the inputs: B,H,S,D (batch, heads, sequence, head dim 64 or 128)");

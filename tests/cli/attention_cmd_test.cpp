@@ -221,6 +221,31 @@ TEST(AttentionCmd, DebiasRemovesEveryPOneEventOfRowsWithARepeatedMaximum) {
   EXPECT_EQ(probe["debias"]["heads"][0]["p_one"], 0);
 }
 
+// --exp sfu: the SFU's exponential (its model in the twin) changes the bits of O and dQ but not the
+// P-bar == 1 count of planted ties (x = 0 at the maximum either way), and is recorded; a bad name is
+// refused before anything is written.
+TEST(AttentionCmd, ExpChoosesTheExponentialAndIsRecorded) {
+  const scratch s("exp");
+  std::map<std::string, json> probe;
+  for (const char* e : {"software", "sfu"}) {
+    const auto r = run_cli({"attention", "--mode", "bf16", "--emulate", "--shape", "1,1,192,64", "--exp", e, "-q", "-o", s / (std::string(e) + ".safetensors")});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    probe[e] = read_json(s / (std::string(e) + ".probe.json"));
+    EXPECT_EQ(probe[e]["options"]["exp"], e);
+  }
+  EXPECT_EQ(probe["sfu"]["heads"][0]["p_one"], probe["software"]["heads"][0]["p_one"]);
+  EXPECT_GT(probe["sfu"]["heads"][0]["p_one"].get<std::uint64_t>(), 0u);  // the planted ties
+  const io::safetensors_file fs_(s / "software.safetensors"), fx(s / "sfu.safetensors");
+  EXPECT_EQ(bytes_of(fs_, "q"), bytes_of(fx, "q"));
+  EXPECT_NE(bytes_of(fs_, "o"), bytes_of(fx, "o")) << "the two exponentials give the same O bits";
+  EXPECT_NE(bytes_of(fs_, "dq"), bytes_of(fx, "dq")) << "the two exponentials give the same dQ bits";
+  const auto bad = run_cli({"attention", "--mode", "bf16", "--emulate", "--shape", "1,1,64,64", "--exp", "mufu", "-o",
+                            s / "bad.safetensors"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--exp: unknown exponential 'mufu' (expected software or sfu)"));
+  EXPECT_FALSE(fs::exists(s / "bad.safetensors"));
+}
+
 TEST(AttentionCmd, WithoutEmulateRunsOnTheGpuOrSaysWhyNot) {
   const scratch s("gpu");
   const auto r = run_cli({"attention", "--mode", "bf16", "--shape", "1,1,64,64", "-o", s / "g.safetensors"});

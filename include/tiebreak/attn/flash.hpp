@@ -45,7 +45,8 @@
 ///            at the row maximum x = 0 exactly, P-bar = 1 (PyTorch's build of FlashAttention)
 ///   fused    x = fma(s, c, −o)        (upstream flash-attention): P-bar at the maximum is 2^(rounding
 ///            error of max ⊗ c), not always 1
-/// P-bar = exp2_sw(x); the offset o is the running row maximum, or under `debias` β·max (max > 0) or 0
+/// P-bar = exp2(x) by the exponential policy (exp2_policy: exp2_sw, or the SFU's ex2.approx.ftz as a
+/// modelled instruction); the offset o is the running row maximum, or under `debias` β·max (max > 0) or 0
 /// (max < 0) once the maximum repeats (MECHANISM.md, "dynamic maximum"). docs/attention.md has the
 /// full description, the tile sizes, and what each probe counter means.
 #pragma once
@@ -106,6 +107,22 @@ constexpr bool parse_out_mode(std::string_view s, out_mode& out) noexcept {
 enum class score_scaling : std::uint8_t { unfused, fused };
 constexpr std::string_view to_string(score_scaling s) noexcept { return s == score_scaling::unfused ? "unfused" : "fused"; }
 
+/// Which exponential computes P-bar, the rescale factors and the backward's P:
+///   software  f32::exp2_sw (a fixed sequence of IEEE binary32 operations; the same bits on every GPU
+///             and on the host; about 13 instructions)
+///   sfu       ex2.approx.ftz.f32, the SFU (MUFU.EX2: one instruction); the twin evaluates its model
+///             (fp/sfu.hpp with the table the host library embeds), proven equal to the unit on all 2^32
+///             inputs on the H200 (sm_90) only. Its P-bar is 1 for -2^-23 < x <= 0, not just at x = 0.
+enum class exp2_policy : std::uint8_t { software, sfu };
+inline constexpr exp2_policy all_exp2_policies[] = {exp2_policy::software, exp2_policy::sfu};
+constexpr std::string_view to_string(exp2_policy e) noexcept { return e == exp2_policy::software ? "software" : "sfu"; }
+constexpr bool parse_exp2_policy(std::string_view s, exp2_policy& out) noexcept {
+  for (exp2_policy e : all_exp2_policies) {
+    if (to_string(e) == s) { out = e; return true; }
+  }
+  return false;
+}
+
 struct flash_options {
   out_mode mode = out_mode::bf16;
   score_scaling scaling = score_scaling::unfused;
@@ -115,6 +132,7 @@ struct flash_options {
                                  ///< scaled score scale·QKᵀ) counts as a near repeat
   float debias_max_shift = 64.0f;  ///< debias: the offset lies at most this far above the row maximum (scaled
                                    ///< log2 domain), so P-bar at the maximum is >= 2^-shift; in [1, 100]
+  exp2_policy exp = exp2_policy::software;  ///< the exponential (exp2_policy)
 };
 
 /// debias_max_shift's range: at least 1 (P-bar at the maximum 1/2 or less), at most 100 (2^-100 stays
@@ -175,6 +193,7 @@ enum class flash_error : std::uint8_t {
   bad_scale,        ///< scale not finite or not > 0
   bad_near_tolerance,  ///< near_tolerance negative, not finite, or not finite once divided by the scale
   missing_tensor,   ///< a pointer the call needs is null
+  bad_exp,          ///< opt.exp is not an exp2_policy
 };
 TIEBREAK_HDC const char* error_text(flash_error e) noexcept {
   switch (e) {
@@ -188,6 +207,7 @@ TIEBREAK_HDC const char* error_text(flash_error e) noexcept {
     case flash_error::bad_near_tolerance:
       return "--near-tolerance must be finite and not negative (and finite in raw-score units: tolerance / scale)";
     case flash_error::missing_tensor: return "a tensor the call needs is missing (null pointer)";
+    case flash_error::bad_exp: return "unknown exponential policy (software or sfu)";
   }
   return "unknown attention error";
 }
@@ -204,6 +224,7 @@ TIEBREAK_HDC flash_error flash_check(const flash_args& a, bool backward) noexcep
   if (a.opt.mode == out_mode::debias &&
       !(a.opt.debias_max_shift >= debias_max_shift_min && a.opt.debias_max_shift <= debias_max_shift_max))
     return flash_error::bad_debias_shift;
+  if (a.opt.exp != exp2_policy::software && a.opt.exp != exp2_policy::sfu) return flash_error::bad_exp;
   if (!(a.opt.near_tolerance >= 0.0f) || !(static_cast<double>(a.opt.near_tolerance) / a.prob.scale < 0x1.fffffep127))
     return flash_error::bad_near_tolerance;
   const flash_tensors& t = a.t;
@@ -493,6 +514,20 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD float score_x(float s, float o, const flash_con
 /// not finite. Where it holds, exp2_sw(score_x(s, o)) is exp2_sw_in_range(score_x(s, o)): the same
 /// bits without the clamp and the NaN repair (the forward's P-bar; recompute_p of a visible score:
 /// o = lse2 = +Inf gives x = −Inf, not in range).
+/// exp2(x) under policy E: exp2_sw, or Be::ex2_approx_ftz (the SFU instruction on the device, its
+/// model on the host). exp2_p_in_range: the same for x known to lie in [-126, 128) and not NaN
+/// (exp2_sw_in_range; the SFU needs no such knowledge).
+template <exp2_policy E, class Be>
+TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_p(float x) noexcept {
+  if constexpr (E == exp2_policy::sfu) return Be::ex2_approx_ftz(x);
+  else return f32::exp2_sw(x);
+}
+template <exp2_policy E, class Be>
+TIEBREAK_FORCEINLINE TIEBREAK_HD float exp2_p_in_range(float x) noexcept {
+  if constexpr (E == exp2_policy::sfu) return Be::ex2_approx_ftz(x);
+  else return f32::exp2_sw_in_range(x);
+}
+
 template <score_scaling Sc>
 TIEBREAK_FORCEINLINE TIEBREAK_HD bool x_in_range(float lo, float hi, float olo, float ohi, const flash_consts& c) noexcept {
   return score_x<Sc>(lo, ohi, c) >= -126.0f && score_x<Sc>(hi, olo, c) < 128.0f;
@@ -525,7 +560,7 @@ struct fwd_regs {
 
 /// One block of the forward pass: query rows [qt·64, qt·64 + 64) of (batch b, head h).
 /// `block_counters` (probed only): this block's merged counters are written there.
-template <class Be, int D, out_mode Mode, score_scaling Sc, class Probe>
+template <class Be, int D, out_mode Mode, score_scaling Sc, class Probe, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_args& a, const flash_consts& c,
                                                           int b, int h, int qt, probe::head_counters* block_counters) {
   using R = fwd_regs<D, Probe>;
@@ -659,7 +694,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
             mx = f32::max(mx, r.s[nb][2 * x + e]);
-            mi = f32::min_nan(mi, r.s[nb][2 * x + e]);
+            if constexpr (E == exp2_policy::software) mi = f32::min_nan(mi, r.s[nb][2 * x + e]);
           }
         r.tmax[x] = mx;
         r.tmin[x] = mi;
@@ -725,7 +760,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           }
         }
         const float on = row_offset<Mode>(mn, r.cnt[x], c);
-        const float alpha = mo == -f32::inf ? 0.0f : f32::exp2_sw(f32::sub_rn(r.off[x], on));
+        const float alpha = mo == -f32::inf ? 0.0f : exp2_p<E, Be>(f32::sub_rn(r.off[x], on));
         r.m[x] = mn;
         r.off[x] = on;
         float l = f32::mul_rn(r.l[x], alpha);
@@ -753,12 +788,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
             for (int e = 0; e < 2; ++e) {
               float& sv = r.s[nb][2 * x + e];
               const float xv = score_x<Sc>(sv, on, c);
-              sv = decltype(in_range)::value ? f32::exp2_sw_in_range(xv) : f32::exp2_sw(xv);
+              sv = decltype(in_range)::value ? exp2_p_in_range<E, Be>(xv) : exp2_p<E, Be>(xv);
               l = f32::add_rn(l, sv);
             }
           }
         };
-        if (x_in_range<Sc>(r.tmin[x], r.tmax[x], on, on, c)) row_exps(std::true_type{});
+        if constexpr (E == exp2_policy::sfu) row_exps(std::true_type{});  // one instruction for every x
+        else if (x_in_range<Sc>(r.tmin[x], r.tmax[x], on, on, c)) row_exps(std::true_type{});
         else row_exps(std::false_type{});
         r.l[x] = l;
         if constexpr (Probe::enabled) {
@@ -972,10 +1008,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD float lse_log2(float lse) noexcept {
 }
 
 /// P of a visible score s of a row with lse2 (0 when not visible).
-template <score_scaling Sc>
+template <score_scaling Sc, exp2_policy E, class Be>
 TIEBREAK_FORCEINLINE TIEBREAK_HD float recompute_p(float s, float lse2, bool visible, const flash_consts& c) noexcept {
   if (!visible || lse2 == f32::inf) return 0.0f;
-  return f32::exp2_sw(score_x<Sc>(s, lse2, c));
+  return exp2_p<E, Be>(score_x<Sc>(s, lse2, c));
 }
 
 /// delta of 128 rows [blk·128, ...) of (b, h).
@@ -1142,7 +1178,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std:
 /// the steps run over the heads of the group and, per head, the query tiles from the first that sees
 /// these keys, in that order; step i's Q and dO tiles (and its rows' lse2 and delta) sit in buffer
 /// i & 1, and step i + 1's are copied while step i computes.
-template <class Be, int D, score_scaling Sc>
+template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
                                                        int kb) {
   using R = dkdv_regs<D>;
@@ -1214,7 +1250,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
       bool in_range = all_vis;
-      if (in_range) {
+      if (E == exp2_policy::software && in_range) {  // the SFU takes every x: all_vis decides alone
         float lo = f32::inf, hi = -f32::inf, olo = f32::inf, ohi = -f32::inf;
         TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb)
@@ -1235,7 +1271,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
           TIEBREAK_UNROLL
           for (int i = 0; i < 4; ++i) {
             const int qc = 8 * nb + 2 * t + (i & 1);
-            const float p = f32::exp2_sw_in_range(score_x<Sc>(r.s[nb][i], lse2b[qc], c));
+            const float p = exp2_p_in_range<E, Be>(score_x<Sc>(r.s[nb][i], lse2b[qc], c));
             r.s[nb][i] = p;
             r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltab[qc]));
           }
@@ -1247,7 +1283,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
             const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
             const bool vis = all_vis || (key < seq_k && row < seq_q &&
                                          a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
-            const float p = recompute_p<Sc>(r.s[nb][i], lse2b[qc], vis, c);
+            const float p = recompute_p<Sc, E, Be>(r.s[nb][i], lse2b[qc], vis, c);
             r.s[nb][i] = p;
             r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltab[qc]));
           }
@@ -1274,7 +1310,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
 
 /// dQ of query rows [qt·64, qt·64 + 64) of (b, h). Q and dO stay in shared memory; key tile kt's K
 /// and V sit in buffer kt & 1, and tile kt + 1's are copied while kt computes.
-template <class Be, int D, score_scaling Sc>
+template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a, const flash_consts& c, int b, int h, int qt) {
   using R = dq_regs<D>;
   constexpr int NB = R::NB, DN = R::DN, T = 64 * D;
@@ -1338,21 +1374,25 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
       TIEBREAK_UNROLL
       for (int x = 0; x < 2; ++x) {
-        float lo = f32::inf, hi = -f32::inf;
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb)
+        bool in_range = all_vis;
+        if constexpr (E == exp2_policy::software) {  // the SFU takes every x: all_vis decides alone
+          float lo = f32::inf, hi = -f32::inf;
           TIEBREAK_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            lo = f32::min_nan(lo, r.s[nb][2 * x + e]);
-            hi = f32::max(hi, r.s[nb][2 * x + e]);
-          }
-        if (all_vis && x_in_range<Sc>(lo, hi, r.lse2[x], r.lse2[x], c)) {
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              lo = f32::min_nan(lo, r.s[nb][2 * x + e]);
+              hi = f32::max(hi, r.s[nb][2 * x + e]);
+            }
+          in_range = in_range && x_in_range<Sc>(lo, hi, r.lse2[x], r.lse2[x], c);
+        }
+        if (in_range) {
           TIEBREAK_UNROLL
           for (int nb = 0; nb < NB; ++nb)
             TIEBREAK_UNROLL
             for (int e = 0; e < 2; ++e) {
               const int i = 2 * x + e;
-              const float p = f32::exp2_sw_in_range(score_x<Sc>(r.s[nb][i], r.lse2[x], c));
+              const float p = exp2_p_in_range<E, Be>(score_x<Sc>(r.s[nb][i], r.lse2[x], c));
               r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
             }
         } else {
@@ -1363,7 +1403,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
               const int i = 2 * x + e, row = q0 + 16 * w + g + 8 * x, key = k0 + 8 * nb + 2 * t + e;
               const bool vis = all_vis || (key < seq_k && row < seq_q &&
                                            a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
-              const float p = recompute_p<Sc>(r.s[nb][i], r.lse2[x], vis, c);
+              const float p = recompute_p<Sc, E, Be>(r.s[nb][i], r.lse2[x], vis, c);
               r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
             }
         }
@@ -1385,10 +1425,15 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
 // f.template operator()<...>().
 
 namespace dispatch_detail {
+template <int D, out_mode M, score_scaling Sc, class Probe, class F>
+void forward_by_exp(const flash_args& a, F& f) {
+  if (a.opt.exp == exp2_policy::software) f.template operator()<D, M, Sc, Probe, exp2_policy::software>();
+  else f.template operator()<D, M, Sc, Probe, exp2_policy::sfu>();
+}
 template <int D, out_mode M, score_scaling Sc, class F>
 void forward_by_probe(const flash_args& a, F& f) {
-  if (a.counters) f.template operator()<D, M, Sc, thread_counting_probe>();
-  else f.template operator()<D, M, Sc, probe::no_probe>();
+  if (a.counters) forward_by_exp<D, M, Sc, thread_counting_probe>(a, f);
+  else forward_by_exp<D, M, Sc, probe::no_probe>(a, f);
 }
 template <int D, out_mode M, class F>
 void forward_by_scaling(const flash_args& a, F& f) {
@@ -1406,8 +1451,8 @@ void forward_by_mode(const flash_args& a, F& f) {
 }
 }  // namespace dispatch_detail
 
-/// The forward pass: f<D, Mode, Sc, Probe>() with D = dim, the mode and scaling of a.opt, and
-/// Probe = thread_counting_probe when a.counters is set, probe::no_probe otherwise.
+/// The forward pass: f<D, Mode, Sc, Probe, E>() with D = dim, the mode, scaling and exponential of
+/// a.opt, and Probe = thread_counting_probe when a.counters is set, probe::no_probe otherwise.
 template <class F>
 void dispatch_forward(const flash_args& a, F&& f) {
   if (a.prob.shape.dim == 64) dispatch_detail::forward_by_mode<64>(a, f);
@@ -1428,16 +1473,24 @@ void dispatch_delta(const flash_args& a, F&& f) {
   }
 }
 
-/// The gradient kernels: f<D, Sc>().
+namespace dispatch_detail {
+template <int D, score_scaling Sc, class F>
+void gradients_by_exp(const flash_args& a, F& f) {
+  if (a.opt.exp == exp2_policy::software) f.template operator()<D, Sc, exp2_policy::software>();
+  else f.template operator()<D, Sc, exp2_policy::sfu>();
+}
+}  // namespace dispatch_detail
+
+/// The gradient kernels: f<D, Sc, E>().
 template <class F>
 void dispatch_gradients(const flash_args& a, F&& f) {
   const bool unfused = a.opt.scaling == score_scaling::unfused;
   if (a.prob.shape.dim == 64) {
-    if (unfused) f.template operator()<64, score_scaling::unfused>();
-    else f.template operator()<64, score_scaling::fused>();
+    if (unfused) dispatch_detail::gradients_by_exp<64, score_scaling::unfused>(a, f);
+    else dispatch_detail::gradients_by_exp<64, score_scaling::fused>(a, f);
   } else {
-    if (unfused) f.template operator()<128, score_scaling::unfused>();
-    else f.template operator()<128, score_scaling::fused>();
+    if (unfused) dispatch_detail::gradients_by_exp<128, score_scaling::unfused>(a, f);
+    else dispatch_detail::gradients_by_exp<128, score_scaling::fused>(a, f);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tiebreak/emu/mma.hpp"
+#include "tiebreak/host/sfu.hpp"
 
 namespace tiebreak::host {
 namespace {
@@ -47,6 +48,8 @@ struct twin_backend {
     for (int t = 0; t < T; ++t) f(t);
   }
   void sync() noexcept {}
+  /// exp2_policy::sfu: the model of ex2.approx.ftz.f32 (tiebreak/host/sfu.hpp; sm_90's table).
+  static float ex2_approx_ftz(float x) { return ex2_approx_ftz_sm90(x); }
   void commit() noexcept {}
   template <int N>
   void wait() noexcept {}
@@ -181,7 +184,7 @@ void parallel_blocks(std::size_t n, unsigned threads, Job job) {
   if (err) std::rethrow_exception(err);
 }
 
-template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe>
+template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::exp2_policy E>
 void forward_impl(const attn::flash_args& a, unsigned threads) {
   const attn::flash_consts c = attn::make_consts(a);
   const auto& s = a.prob.shape;
@@ -192,7 +195,7 @@ void forward_impl(const attn::flash_args& a, unsigned threads) {
     std::vector<std::uint16_t> smem(attn::fwd_smem_bytes<D, Probe::enabled> / 2 + 8);
     twin_backend<attn::fwd_threads> be{smem.data()};
     const std::size_t bh = i / n_qt, qt = i % n_qt;
-    attn::flash_forward_block<twin_backend<attn::fwd_threads>, D, M, Sc, Probe>(
+    attn::flash_forward_block<twin_backend<attn::fwd_threads>, D, M, Sc, Probe, E>(
         be, a, c, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads), static_cast<int>(qt),
         Probe::enabled ? &partial[i] : nullptr);
   });
@@ -216,7 +219,7 @@ void delta_impl(const attn::flash_args& a, unsigned threads) {
   if constexpr (Probe::enabled) attn::merge_block_counters(a, partial.data(), per_head);
 }
 
-template <int D, attn::score_scaling Sc>
+template <int D, attn::score_scaling Sc, attn::exp2_policy E>
 void gradients(const attn::flash_args& a, unsigned threads) {
   const attn::flash_consts c = attn::make_consts(a);
   const auto& s = a.prob.shape;
@@ -226,7 +229,7 @@ void gradients(const attn::flash_args& a, unsigned threads) {
     std::vector<std::uint16_t> smem(attn::bwd_smem_bytes<D> / 2 + 8);
     be_t be{smem.data()};
     const std::size_t bk = i / n_kb;
-    attn::flash_dkdv_block<be_t, D, Sc>(be, a, c, static_cast<int>(bk / s.kv_heads), static_cast<int>(bk % s.kv_heads),
+    attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, static_cast<int>(bk / s.kv_heads), static_cast<int>(bk % s.kv_heads),
                                         static_cast<int>(i % n_kb));
   });
   const std::size_t n_qt = (s.seq_q + attn::bwd_rows - 1) / attn::bwd_rows;
@@ -234,7 +237,7 @@ void gradients(const attn::flash_args& a, unsigned threads) {
     std::vector<std::uint16_t> smem(attn::bwd_smem_bytes<D> / 2 + 8);
     be_t be{smem.data()};
     const std::size_t bh = i / n_qt;
-    attn::flash_dq_block<be_t, D, Sc>(be, a, c, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads),
+    attn::flash_dq_block<be_t, D, Sc, E>(be, a, c, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads),
                                       static_cast<int>(i % n_qt));
   });
 }
@@ -244,13 +247,13 @@ void gradients(const attn::flash_args& a, unsigned threads) {
 void attention_backward(const attn::flash_args& a, unsigned threads) {
   check(a, true);
   attn::dispatch_delta(a, [&]<attn::out_mode M, class Probe>() { delta_impl<M, Probe>(a, threads); });
-  attn::dispatch_gradients(a, [&]<int D, attn::score_scaling Sc>() { gradients<D, Sc>(a, threads); });
+  attn::dispatch_gradients(a, [&]<int D, attn::score_scaling Sc, attn::exp2_policy E>() { gradients<D, Sc, E>(a, threads); });
 }
 
 void attention_forward(const attn::flash_args& a, unsigned threads) {
   check(a, false);
-  attn::dispatch_forward(a, [&]<int D, attn::out_mode M, attn::score_scaling Sc, class Probe>() {
-    forward_impl<D, M, Sc, Probe>(a, threads);
+  attn::dispatch_forward(a, [&]<int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::exp2_policy E>() {
+    forward_impl<D, M, Sc, Probe, E>(a, threads);
   });
 }
 

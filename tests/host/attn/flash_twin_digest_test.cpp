@@ -2,14 +2,15 @@
 // The host twin's outputs, pinned: a 64-bit digest (FNV-1a over the bytes) of everything the forward
 // and the backward write, per case of a fixed matrix (shapes with ragged tiles, grouped-query heads,
 // causal rows that see no key, planted repeated maxima, a NaN input, amplitudes that reach debias's
-// offset bound; every output mode, both scalings, probe off and on with row dumps). The other twin
+// offset bound; every output mode, both scalings, probe off and on with row dumps; and, with unfused
+// scaling, the same with the SFU's exponential, exp2_policy::sfu, its model on the host). The other twin
 // tests check properties (against f64, between modes); this one catches any change of bits at all,
 // so that a restructured kernel algorithm (attn/flash.hpp: a new order of instructions, a pipeline)
 // is proven on the host to compute what it computed before, and the GPU test (twin == device) then
 // carries that to the device.
 //
 // At the smoke level (the sanitizer build, tools/sanitize.sh, where the twin's tensor-core model runs
-// tens of times slower) only the four smallest shapes with unfused scaling are computed, each still
+// tens of times slower) only the four smallest shapes with unfused scaling (the SFU's: the smallest) are computed, each still
 // against its pinned digest; the quick and full levels compute the whole matrix.
 //
 // A change that is meant to change bits re-pins the table: run the test with
@@ -128,8 +129,10 @@ forward_out forward(const inputs& in, const attn::flash_options& opt, bool probe
   return f;
 }
 
-/// The cases the smoke level computes: the smallest shapes, unfused.
-bool in_smoke_subset(std::size_t ci, attn::score_scaling sc) {
+/// The cases the smoke level computes: the smallest shapes, unfused; with the SFU's exponential, the
+/// first shape.
+bool in_smoke_subset(std::size_t ci, attn::score_scaling sc, attn::exp2_policy e) {
+  if (e == attn::exp2_policy::sfu) return ci == 0;
   return (ci == 0 || ci == 1 || ci == 4 || ci == 7) && sc == attn::score_scaling::unfused;
 }
 
@@ -142,14 +145,19 @@ std::vector<std::pair<std::string, std::uint64_t>> compute_digests(bool smoke) {
     const inputs in = make(cs, 1234 + ci);
     for (out_mode m : attn::all_out_modes)
       for (attn::score_scaling sc : {attn::score_scaling::unfused, attn::score_scaling::fused})
+        for (attn::exp2_policy ep : attn::all_exp2_policies)
         for (bool probed : {false, true}) {
-          if (smoke && !in_smoke_subset(ci, sc)) continue;
+          // The SFU's exponential with unfused scaling only (the scaling's code is shared).
+          if (ep == attn::exp2_policy::sfu && sc != attn::score_scaling::unfused) continue;
+          if (smoke && !in_smoke_subset(ci, sc, ep)) continue;
           attn::flash_options opt{m};
           opt.scaling = sc;
+          opt.exp = ep;
           opt.seed = 99;
           forward_out f = forward(in, opt, probed);
           const std::string name = "case " + std::to_string(ci) + " " + std::string(attn::to_string(m)) + " " +
-                                   std::string(attn::to_string(sc)) + (probed ? " probe" : "");
+                                   std::string(attn::to_string(sc)) + (probed ? " probe" : "") +
+                                   (ep == attn::exp2_policy::sfu ? " sfu" : "");
           out.emplace_back("forward " + name, f.digest);
 
           // The backward from this forward's outputs (unfused only: the scaling's code is shared).
@@ -182,7 +190,7 @@ TEST(FlashTwinDigest, EveryOutputBitAsPinned) {
   const bool smoke = test::smoke_level && std::getenv("TIEBREAK_PRINT_DIGESTS") == nullptr;
   const auto got = compute_digests(smoke);
   if (smoke) {  // a subset: each computed case against the pinned entry of its name
-    ASSERT_EQ(got.size(), 64u);
+    ASSERT_EQ(got.size(), 80u);
     int changed = 0;
     for (const auto& g : got) {  // (a lambda may not capture a structured binding in C++20)
       const auto* e = std::find_if(std::begin(pinned), std::end(pinned), [&](const auto& p) { return g.first == p.first; });
