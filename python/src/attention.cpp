@@ -15,7 +15,8 @@ void bind_attention_twin(nb::module_& m) {
       "stochastic), o_f32 [B, H, Sq, D] (float32; written by mode fp32, in the other modes the f32 O before\n"
       "its rounding; 0: none), lse [B, H, Sq] (float32, natural log). dims = (B, H, Hkv, Sq, Sk, D), D 64 or\n"
       "128. The caller guarantees the sizes: use tiebreak.attention or tiebreak.torch. mode: bf16 fp32\n"
-      "debias stochastic; scaling: unfused or fused. probe=True returns the probe's counters per (batch,\n"
+      "debias stochastic; scaling: unfused or fused; exp: software or sfu (the exponential). probe=True returns\n"
+      "the probe's counters per (batch,\n"
       "head), b * H + h, else None. The GIL is released; threads=0 uses every core (results do not depend\n"
       "on it).",
       "The attention backward pass on host memory (tiebreak::host::attention_backward): delta [B, H, Sq]\n"

@@ -41,6 +41,7 @@ struct attention_options {
   std::string scaling;
   float near_tolerance = 1e-3f;
   bool probe = false;
+  std::string exp = "software";  ///< attn::exp2_policy by name
 };
 
 /// A call's arguments and, when probed, its host table of counters (one per (batch, head)).
@@ -66,6 +67,8 @@ inline attention_call make_call(const attention_dims& d, const attention_options
   if (o.scaling == "unfused") a.opt.scaling = attn::score_scaling::unfused;
   else if (o.scaling == "fused") a.opt.scaling = attn::score_scaling::fused;
   else throw std::invalid_argument("scaling: unknown score scaling '" + o.scaling + "' (expected unfused or fused)");
+  if (!attn::parse_exp2_policy(o.exp, a.opt.exp))
+    throw std::invalid_argument("exp: unknown exponential '" + o.exp + "' (expected software or sfu)");
   a.opt.beta = o.beta;
   a.opt.seed = o.seed;
   a.opt.near_tolerance = o.near_tolerance;
@@ -120,8 +123,8 @@ void bind_attention(nb::module_& m, const char* last, const char* fwd_doc, const
   m.def("attention_forward",
         [fwd](P q, P k, P v, P o, P o_f32, P lse, const attention_dims& dims, bool causal, double scale,
               const std::string& mode, float beta, std::uint64_t seed, const std::string& scaling, float near_tolerance,
-              bool probe, std::uintptr_t extra) {
-          attention_call c = make_call(dims, {causal, scale, mode, beta, seed, scaling, near_tolerance, probe});
+              bool probe, std::uintptr_t extra, const std::string& exp) {
+          attention_call c = make_call(dims, {causal, scale, mode, beta, seed, scaling, near_tolerance, probe, exp});
           attn::flash_tensors& t = c.args.t;
           t.q = address<const std::uint16_t>(q);
           t.k = address<const std::uint16_t>(k);
@@ -138,12 +141,12 @@ void bind_attention(nb::module_& m, const char* last, const char* fwd_doc, const
         },
         "q"_a, "k"_a, "v"_a, "o"_a, "o_f32"_a, "lse"_a, "dims"_a, "causal"_a, "scale"_a, "mode"_a, "beta"_a = 2.0f,
         "seed"_a = 0, "scaling"_a = "unfused", "near_tolerance"_a = 1e-3f, "probe"_a = false, nb::arg(last) = 0,
-        fwd_doc);
+        "exp"_a = "software", fwd_doc);
   m.def("attention_backward",
         [bwd](P q, P k, P v, P o, P o_f32, P lse, P dout, P delta, P dq, P dk, P dv, const attention_dims& dims,
               bool causal, double scale, const std::string& mode, float beta, std::uint64_t seed,
-              const std::string& scaling, float near_tolerance, bool probe, std::uintptr_t extra) {
-          attention_call c = make_call(dims, {causal, scale, mode, beta, seed, scaling, near_tolerance, probe});
+              const std::string& scaling, float near_tolerance, bool probe, std::uintptr_t extra, const std::string& exp) {
+          attention_call c = make_call(dims, {causal, scale, mode, beta, seed, scaling, near_tolerance, probe, exp});
           attn::flash_tensors& t = c.args.t;
           t.q = address<const std::uint16_t>(q);
           t.k = address<const std::uint16_t>(k);
@@ -165,7 +168,7 @@ void bind_attention(nb::module_& m, const char* last, const char* fwd_doc, const
         },
         "q"_a, "k"_a, "v"_a, "o"_a, "o_f32"_a, "lse"_a, "do"_a, "delta"_a, "dq"_a, "dk"_a, "dv"_a, "dims"_a, "causal"_a,
         "scale"_a, "mode"_a, "beta"_a = 2.0f, "seed"_a = 0, "scaling"_a = "unfused", "near_tolerance"_a = 1e-3f,
-        "probe"_a = false, nb::arg(last) = 0, bwd_doc);
+        "probe"_a = false, nb::arg(last) = 0, "exp"_a = "software", bwd_doc);
 }
 
 /// tiebreak._core's part: the host twin (python/src/attention.cpp).

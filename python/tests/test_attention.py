@@ -103,6 +103,23 @@ def test_threads_float_inputs_and_probe():
     assert tb.attention(q, k, v).counters is None
 
 
+def test_sfu_exponential_is_another_rounding_of_the_same_attention():
+    # exp="sfu": the model of the H200's ex2.approx.ftz (what the kernels' fast policy computes). Same
+    # attention to within bf16's rounding, other bits; the planted ties' P-bar == 1 events the same
+    # (x = 0 at the maximum under both exponentials).
+    q, k, v, do = inputs(1, 2, 1, 96, 96, 64, seed=21)
+    sw = tb.attention(q, k, v, do, causal=True, probe=True, threads=2)
+    sfu = tb.attention(q, k, v, do, causal=True, probe=True, threads=2, exp="sfu")
+    assert np.any(sw.o_f32 != sfu.o_f32) and np.any(sw.dq != sfu.dq)
+    np.testing.assert_allclose(sfu.o_f32, sw.o_f32, rtol=0, atol=4 * U * np.abs(sw.o_f32).max())
+    np.testing.assert_allclose(sfu.lse, sw.lse, rtol=0, atol=2e-6)
+    assert [c["p_one"] for c in sfu.counters] == [c["p_one"] for c in sw.counters]
+    # The raw binding takes it by name too, after threads.
+    again = tb.attention(q, k, v, do, causal=True, probe=True, threads=1, exp="sfu")
+    np.testing.assert_array_equal(again.o, sfu.o)
+    np.testing.assert_array_equal(again.dk, sfu.dk)
+
+
 def test_bad_calls_raise_value_errors():
     q, k, v, _ = inputs(1, 2, 2, 16, 16, 64, seed=1)
     with pytest.raises(ValueError, match="modes: unknown mode 'fp16'"):
@@ -119,6 +136,8 @@ def test_bad_calls_raise_value_errors():
         tb.attention(q.astype(np.int32), k, v)
     with pytest.raises(ValueError, match="scaling: unknown score scaling"):
         tb.attention(q, k, v, scaling="both")
+    with pytest.raises(ValueError, match="exp: unknown exponential 'mufu'"):
+        tb.attention(q, k, v, exp="mufu")
     # The raw binding checks what the kernels need (here a missing O) before it runs.
     lse = np.empty((1, 2, 16), np.float32)
     with pytest.raises(ValueError, match="a tensor the call needs is missing"):

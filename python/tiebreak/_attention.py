@@ -104,7 +104,7 @@ def _addr(a: Optional[np.ndarray]) -> int:
 
 def attention(q: Any, k: Any, v: Any, do: Any = None, *, causal: bool = False, scale: Optional[float] = None,
               modes: Modes = "bf16", beta: float = 2.0, seed: int = 0, scaling: str = "unfused",
-              near_tolerance: float = 1e-3, probe: bool = False, threads: int = 0) -> Attention:
+              near_tolerance: float = 1e-3, probe: bool = False, threads: int = 0, exp: str = "software") -> Attention:
     """tiebreak's attention kernels on the CPU: the host twin, bit-identical to the H200 kernels.
 
     ``q`` [B, H, Sq, D], ``k`` and ``v`` [B, Hkv, Sk, D] and ``do`` [B, H, Sq, D] (dense bhsd; D 64 or
@@ -118,7 +118,9 @@ def attention(q: Any, k: Any, v: Any, do: Any = None, *, causal: bool = False, s
     ``stochastic``, whose random bits are keyed by the head's index within its call. With ``do``
     the backward pass runs too (delta from the f32 O for fp32 heads, the bf16 O otherwise).
     ``probe=True`` returns the probe's counters per (batch, head). ``scaling``: ``unfused``
-    (PyTorch's build of FlashAttention) or ``fused`` (upstream). The GIL is released; ``threads=0``
+    (PyTorch's build of FlashAttention) or ``fused`` (upstream). ``exp``: the exponential, ``software``
+    (exp2_sw, the same bits on every GPU) or ``sfu`` (the model of the H200's ``ex2.approx.ftz.f32``,
+    what the kernels' fast policy computes; docs/attention.md). The GIL is released; ``threads=0``
     uses every core, results do not depend on it. Raises ValueError for bad shapes or options.
     """
     qb, kb, vb = _bf16_bits("q", q), _bf16_bits("k", k), _bf16_bits("v", v)
@@ -142,7 +144,7 @@ def attention(q: Any, k: Any, v: Any, do: Any = None, *, causal: bool = False, s
     if scale is None:
         scale = 1.0 / math.sqrt(D)
     opts = dict(beta=float(beta), seed=int(seed), scaling=scaling, near_tolerance=float(near_tolerance),
-                probe=bool(probe), threads=int(threads))
+                probe=bool(probe), threads=int(threads), exp=str(exp))
 
     o = np.empty((B, H, Sq, D), np.uint16)
     o32 = np.empty((B, H, Sq, D), np.float32)
