@@ -66,6 +66,7 @@ nlohmann::json config::to_json() const {
           {"adam_beta1", adam_beta1}, {"adam_beta2", adam_beta2},
           {"adam_eps", adam_eps}, {"init_std", init_std},
           {"causal", causal},     {"debias_beta", debias_beta},
+          {"exp", std::string(attn::to_string(exp))},
           {"log_every", log_every}, {"ref_every", ref_every},
           {"growth_threshold", growth_threshold}, {"checkpoint_every", checkpoint_every},
           {"monitor", "W_Q"}};
@@ -74,6 +75,9 @@ nlohmann::json config::to_json() const {
 std::uint64_t config::fingerprint() const {
   nlohmann::json j = to_json();
   j.erase("checkpoint_every");  // where checkpoints fall does not change results
+  // The software exponential is what every configuration computed before `exp` existed: its
+  // fingerprint stays theirs, so their checkpoints resume.
+  if (exp == attn::exp2_policy::software) j.erase("exp");
   const std::string s = j.dump();
   std::uint64_t h = 0x74696562726561ull;
   for (unsigned char ch : s) h = splitmix64(h ^ ch);

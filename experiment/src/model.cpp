@@ -206,6 +206,7 @@ step_stats train_step(const config& c, const weights& w, const std::vector<std::
     a.prob = prob;
     a.opt.mode = modes[l * H + h];
     a.opt.beta = c.debias_beta;
+    a.opt.exp = c.exp;
     a.opt.seed = splitmix64(call_seed + 0x9e3779b97f4a7c15ull * (l * H + h + 1));
     const std::size_t off = h * per_head;
     a.t.q = lc.q.data() + off;

@@ -29,6 +29,7 @@ struct experiment_options {
   std::string output;
   std::string html;
   std::string checkpoint_dir;
+  std::string exp = "software";
   bool fresh = false;
   bool quiet = false;
   unsigned threads = 0;
@@ -70,6 +71,8 @@ ex::preset resolve_preset(const experiment_options& o) {
     }
   }
   if (!o.seeds.empty()) p.seeds = o.seeds;
+  if (!attn::parse_exp2_policy(o.exp, p.cfg.exp))
+    throw std::runtime_error(fmt::format("experiment: unknown exponential '{}' (software, sfu)", o.exp));
   if (const std::string e = p.cfg.validate(); !e.empty()) throw std::runtime_error("experiment: " + e);
   return p;
 }
@@ -182,6 +185,8 @@ void add_common(CLI::App* cmd, experiment_options& o) {
   cmd->add_option("--html", o.html, "also write the HTML report (tiebreak report) here");
   cmd->add_option("--steps", o.steps, "training steps per run (default: the preset's)")->check(CLI::Range(2, 10000000));
   cmd->add_option("--threads", o.threads, "runs in parallel (0: all cores)")->capture_default_str();
+  cmd->add_option("--exp", o.exp, "the attention kernels' exponential: software (exp2_sw) or sfu (the SFU's ex2.approx.ftz, "
+                                  "one instruction, modelled bit for bit on the H200)")->capture_default_str();
   cmd->add_option("--checkpoint-dir", o.checkpoint_dir, "where runs checkpoint and resume from (default OUTPUT.ckpt)");
   cmd->add_flag("--fresh", o.fresh, "delete the checkpoints first instead of resuming from them");
   cmd->add_option("--stop-after-steps", o.stop_after_steps, "stop every run after this many steps of this invocation "

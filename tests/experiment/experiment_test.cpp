@@ -114,6 +114,34 @@ TEST(Experiment, ModesDifferOnlyByTheRoundingOfO) {
   EXPECT_NE(b.loss, f.loss);
 }
 
+// The SFU's exponential (config::exp): the same step to within rounding, other bits; its own
+// fingerprint, while the software one keeps the fingerprint configurations had before `exp`.
+TEST(Experiment, SfuExponentialIsAnotherRoundingOfTheSameStep) {
+  ex::config c = small();
+  const auto w = ex::detail::init_weights(c, 3);
+  const auto tokens = ex::detail::make_batch(c, ex::data_kind::lowrank, 3, 0);
+  auto be = ex::make_twin_backend();
+  ex::detail::weights g1, g2;
+  const auto sw = ex::detail::train_step(c, w, tokens, ex::head_modes(2, out_mode::bf16), 1, *be, g1);
+  ex::config cs = c;
+  cs.exp = tiebreak::attn::exp2_policy::sfu;
+  const auto sfu = ex::detail::train_step(cs, w, tokens, ex::head_modes(2, out_mode::bf16), 1, *be, g2);
+  EXPECT_NEAR(sw.loss, sfu.loss, 1e-3);
+  bool differ = sw.loss != sfu.loss;
+  for (int h = 0; h < 2; ++h) {
+    differ = differ || sw.delta_error[h] != sfu.delta_error[h];
+    EXPECT_EQ(sw.repeated_max_rows[h], sfu.repeated_max_rows[h]);
+  }
+  EXPECT_TRUE(differ) << "the two exponentials gave the same step";
+  EXPECT_EQ(c.to_json()["exp"], "software");
+  EXPECT_EQ(cs.to_json()["exp"], "sfu");
+  EXPECT_NE(c.fingerprint(), cs.fingerprint());
+  // The smoke preset's fingerprint as it was before `exp` (commit ae63737): its checkpoints resume.
+  ex::preset smoke;
+  ASSERT_TRUE(ex::find_preset("smoke", smoke));
+  EXPECT_EQ(smoke.cfg.fingerprint(), 0x624dc0a18bcacbc7ull) << std::hex << smoke.cfg.fingerprint();
+}
+
 TEST(Experiment, DataIsAFunctionOfSeedAndStep) {
   const ex::config c = small();
   EXPECT_EQ(ex::detail::make_batch(c, ex::data_kind::lowrank, 1, 5), ex::detail::make_batch(c, ex::data_kind::lowrank, 1, 5));
@@ -273,6 +301,7 @@ TEST(ExperimentCli, BadInputExitsTwoWithOneLine) {
       {{"experiment", "causal", "--data", "gaussian", "-o", out}, "unknown data"},
       {{"experiment", "causal", "-o", (dir / "no" / "x.json").string()}, "does not exist"},
       {{"experiment", "bisect", "--remedy", "bf16", "-o", out}, "--remedy"},
+      {{"experiment", "causal", "--exp", "mufu", "-o", out}, "unknown exponential 'mufu'"},
   };
   for (const bad& b : cases) {
     const auto r = tiebreak::test::run_cli(b.args);

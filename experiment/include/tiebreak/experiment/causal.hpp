@@ -58,6 +58,7 @@ struct config {
   double init_std = 0.02;  ///< N(0, init_std) for every weight matrix (embedding: N(0, 1))
   // attention kernels
   float debias_beta = 2.0f;
+  attn::exp2_policy exp = attn::exp2_policy::software;  ///< the kernels' exponential (docs/attention.md)
   // the run
   std::size_t steps = 150;
   std::size_t log_every = 5;       ///< series entries at step 0, log_every, ... and the last step
