@@ -66,6 +66,29 @@ def test_cpu_op_equals_the_numpy_twin_bit_for_bit():
     assert OP(tq, tk, tv, True, 0.125, "bf16", 2.0, 3, "unfused")[2].numel() == 0
 
 
+def test_cpu_op_with_the_sfu_exponential_equals_the_numpy_twin_bit_for_bit():
+    # exp="sfu": the model of the H200's ex2.approx.ftz on the CPU, forward and backward, as numpy's.
+    q, k, v, do = inputs(1, 2, 1, 96, 96, 64, seed=23)
+    ref = tb.attention(q, k, v, do, causal=True, modes="bf16,bf16", exp="sfu")
+    sw = tb.attention(q, k, v, do, causal=True, modes="bf16,bf16")
+    tq, tk, tv = (t_bf16(x).requires_grad_() for x in (q, k, v))
+    o, lse, _ = OP(tq, tk, tv, True, 0.125, "bf16,bf16", 2.0, 0, "unfused", "sfu")
+    np.testing.assert_array_equal(bits(o), ref.o)
+    np.testing.assert_array_equal(f32_bits(lse), ref.lse.view(np.uint32))
+    o.backward(t_bf16(do))
+    for name, t in (("dq", tq), ("dk", tk), ("dv", tv)):
+        np.testing.assert_array_equal(bits(t.grad), getattr(ref, name), err_msg=name)
+    assert np.any(ref.o != sw.o) and np.any(ref.dq != sw.dq)  # the two exponentials differ on these inputs
+    # The function and the module pass it on; a bad name is refused.
+    o2 = tbt.flash_attention(t_bf16(q), t_bf16(k), t_bf16(v), causal=True, scale=0.125, exp="sfu")
+    np.testing.assert_array_equal(bits(o2), ref.o)
+    m = tbt.FlashAttention(causal=True, scale=0.125, exp="sfu")
+    np.testing.assert_array_equal(bits(m(t_bf16(q), t_bf16(k), t_bf16(v))), ref.o)
+    assert "exp='sfu'" in repr(m)
+    with pytest.raises(ValueError, match="exp: unknown exponential 'x'"):
+        tbt.flash_attention(t_bf16(q), t_bf16(k), t_bf16(v), exp="x")
+
+
 def test_fp32_heads_equal_a_whole_fp32_call_bit_for_bit():
     q, k, v, do = inputs(2, 4, 4, 64, 64, 64, seed=4)
     outs = {}
@@ -166,6 +189,7 @@ def test_opcheck():
             "bf16,fp32", 2.0, 0, "unfused")
     utils = ("test_schema", "test_autograd_registration", "test_faketensor")
     torch.library.opcheck(torch.ops.tiebreak.flash_attention.default, args, test_utils=utils)
+    torch.library.opcheck(torch.ops.tiebreak.flash_attention.default, args + ("sfu",), test_utils=utils)
     o, lse, o32 = OP(*(a.detach() if isinstance(a, torch.Tensor) else a for a in args))
     bargs = (t_bf16(do), *(a.detach() for a in args[:3]), o, lse, o32, *args[3:])
     torch.library.opcheck(torch.ops.tiebreak.flash_attention_backward.default, bargs,
@@ -173,11 +197,12 @@ def test_opcheck():
 
 
 CUDA_CASES = [
-    # batch, heads, kv_heads, seq_q, seq_k, dim, causal, modes, scaling
-    (2, 2, 2, 128, 128, 64, False, "bf16,debias", "unfused"),
-    (1, 4, 2, 100, 70, 64, True, "fp32,fp32,stochastic,stochastic", "unfused"),  # 30 rows see no key
-    (1, 2, 1, 65, 129, 128, True, "fp32,fp32", "fused"),
-    (1, 4, 4, 64, 200, 128, False, "stochastic,fp32,bf16,debias", "unfused"),
+    # batch, heads, kv_heads, seq_q, seq_k, dim, causal, modes, scaling, exp
+    (2, 2, 2, 128, 128, 64, False, "bf16,debias", "unfused", "software"),
+    (1, 4, 2, 100, 70, 64, True, "fp32,fp32,stochastic,stochastic", "unfused", "software"),  # 30 rows see no key
+    (1, 2, 1, 65, 129, 128, True, "fp32,fp32", "fused", "software"),
+    (1, 4, 4, 64, 200, 128, False, "stochastic,fp32,bf16,debias", "unfused", "software"),
+    (1, 4, 2, 100, 70, 64, True, "bf16,bf16,debias,debias", "unfused", "sfu"),  # the SFU's exponential
 ]
 
 
@@ -186,7 +211,7 @@ CUDA_CASES = [
 def test_cuda_op_equals_the_cpu_twin_bit_for_bit(case):
     if not tbt.cuda_attention_available():
         pytest.skip("tiebreak._cuda is not built (-DTIEBREAK_PYTHON_CUDA=ON) or there is no sm_90 device")
-    B, H, Hkv, Sq, Sk, D, causal, modes, scaling = case
+    B, H, Hkv, Sq, Sk, D, causal, modes, scaling, exp = case
     q, k, v, do = inputs(B, H, Hkv, Sq, Sk, D, seed=Sq + Sk)
     scale = D ** -0.5
     results = {}
@@ -197,7 +222,7 @@ def test_cuda_op_equals_the_cpu_twin_bit_for_bit(case):
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():  # a side stream
-            o, lse, o32 = OP(tq, tk, tv, causal, scale, modes, 1.5, 1234, scaling)
+            o, lse, o32 = OP(tq, tk, tv, causal, scale, modes, 1.5, 1234, scaling, exp)
             o.backward(t_bf16(do).to(dev))
         if stream is not None:
             torch.cuda.current_stream().wait_stream(stream)
@@ -207,7 +232,8 @@ def test_cuda_op_equals_the_cpu_twin_bit_for_bit(case):
     for name, a in results["cpu"].items():
         np.testing.assert_array_equal(a, results["cuda"][name], err_msg=name)
     # and the op is the numpy twin
-    ref = tb.attention(q, k, v, do, causal=causal, scale=scale, modes=modes, beta=1.5, seed=1234, scaling=scaling)
+    ref = tb.attention(q, k, v, do, causal=causal, scale=scale, modes=modes, beta=1.5, seed=1234, scaling=scaling,
+                       exp=exp)
     np.testing.assert_array_equal(results["cuda"]["o"], ref.o)
     np.testing.assert_array_equal(results["cuda"]["dk"], ref.dk)
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """tiebreak's attention kernels as a PyTorch custom op with autograd (docs/python.md, "The attention op").
 
-``torch.ops.tiebreak.flash_attention(q, k, v, causal, scale, modes, beta, seed, scaling)`` returns
+``torch.ops.tiebreak.flash_attention(q, k, v, causal, scale, modes, beta, seed, scaling, exp="software")`` returns
 ``(o, lse, o32)`` and has a registered backward (``torch.ops.tiebreak.flash_attention_backward``).
 CUDA tensors run the kernels (``tiebreak::gpu::attention_forward/backward`` through the extension
 ``tiebreak._cuda`` on the current stream), CPU tensors their bit-identical host twin (through
@@ -78,7 +78,7 @@ def _select(t: Tensor, idx: Optional[Tensor]) -> Tensor:
 
 
 def _forward_impl(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float, modes: str, beta: float, seed: int,
-                  scaling: str) -> Tuple[Tensor, Tensor, Tensor]:
+                  scaling: str, exp: str = "software") -> Tuple[Tensor, Tensor, Tensor]:
     _check(q, k, v)
     B, H, Sq, D = q.shape
     Hkv, Sk = k.shape[1], k.shape[2]
@@ -102,7 +102,8 @@ def _forward_impl(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float, m
                 o32g = o32 if whole else o32.new_empty((B, n, Sq, D))
             mod.attention_forward(qg.data_ptr(), kg.data_ptr(), vg.data_ptr(), 0 if mode == "fp32" else og.data_ptr(),
                                   0 if o32g is None else o32g.data_ptr(), lg.data_ptr(), (B, n, len(kvh), Sq, Sk, D),
-                                  bool(causal), float(scale), mode, float(beta), int(seed), scaling, 1e-3, False, last)
+                                  bool(causal), float(scale), mode, float(beta), int(seed), scaling, 1e-3, False, last,
+                                  exp)
             if mode == "fp32":
                 og.copy_(o32g)  # float32 -> bfloat16: round to nearest even (torch's conversion)
             if not whole:
@@ -114,7 +115,8 @@ def _forward_impl(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float, m
 
 
 def _backward_impl(do: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, o32: Tensor, causal: bool,
-                   scale: float, modes: str, beta: float, seed: int, scaling: str) -> Tuple[Tensor, Tensor, Tensor]:
+                   scale: float, modes: str, beta: float, seed: int, scaling: str,
+                   exp: str = "software") -> Tuple[Tensor, Tensor, Tensor]:
     _check(q, k, v)
     B, H, Sq, D = q.shape
     Hkv, Sk = k.shape[1], k.shape[2]
@@ -141,7 +143,7 @@ def _backward_impl(do: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: 
                                    0 if o32g is None else o32g.data_ptr(), lg.data_ptr(), dog.data_ptr(),
                                    deltag.data_ptr(), dqg.data_ptr(), dkg.data_ptr(), dvg.data_ptr(),
                                    (B, n, nk, Sq, Sk, D), bool(causal), float(scale), mode, float(beta), int(seed),
-                                   scaling, 1e-3, False, last)
+                                   scaling, 1e-3, False, last, exp)
             if not whole:
                 dq.index_copy_(1, hi, dqg)
                 dk.index_copy_(1, ki, dkg)
@@ -153,11 +155,11 @@ if HAVE_CUSTOM_OP:
 
     @torch.library.custom_op("tiebreak::flash_attention", mutates_args=())
     def _flash_attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float, modes: str, beta: float,
-                            seed: int, scaling: str) -> Tuple[Tensor, Tensor, Tensor]:
-        return _forward_impl(q, k, v, causal, scale, modes, beta, seed, scaling)
+                            seed: int, scaling: str, exp: str = "software") -> Tuple[Tensor, Tensor, Tensor]:
+        return _forward_impl(q, k, v, causal, scale, modes, beta, seed, scaling, exp)
 
     @_flash_attention_op.register_fake
-    def _(q, k, v, causal, scale, modes, beta, seed, scaling):
+    def _(q, k, v, causal, scale, modes, beta, seed, scaling, exp="software"):
         B, H, Sq, D = q.shape
         any32 = "fp32" in parse_modes(modes, H, k.shape[1])
         return (q.new_empty((B, H, Sq, D)), q.new_empty((B, H, Sq), dtype=torch.float32),
@@ -166,18 +168,18 @@ if HAVE_CUSTOM_OP:
     @torch.library.custom_op("tiebreak::flash_attention_backward", mutates_args=())
     def _flash_attention_backward_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, o32: Tensor,
                                      causal: bool, scale: float, modes: str, beta: float, seed: int,
-                                     scaling: str) -> Tuple[Tensor, Tensor, Tensor]:
-        return _backward_impl(do, q, k, v, o, lse, o32, causal, scale, modes, beta, seed, scaling)
+                                     scaling: str, exp: str = "software") -> Tuple[Tensor, Tensor, Tensor]:
+        return _backward_impl(do, q, k, v, o, lse, o32, causal, scale, modes, beta, seed, scaling, exp)
 
     @_flash_attention_backward_op.register_fake
-    def _(do, q, k, v, o, lse, o32, causal, scale, modes, beta, seed, scaling):
+    def _(do, q, k, v, o, lse, o32, causal, scale, modes, beta, seed, scaling, exp="software"):
         return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
     def _setup_context(ctx, inputs, output):
-        q, k, v, causal, scale, modes, beta, seed, scaling = inputs
+        q, k, v, causal, scale, modes, beta, seed, scaling, exp = inputs
         o, lse, o32 = output
         ctx.save_for_backward(q, k, v, o, lse, o32)
-        ctx.options = (causal, scale, modes, beta, seed, scaling)
+        ctx.options = (causal, scale, modes, beta, seed, scaling, exp)
         ctx.mark_non_differentiable(lse, o32)
 
     def _backward(ctx, grad_o, grad_lse, grad_o32):
@@ -186,14 +188,14 @@ if HAVE_CUSTOM_OP:
         if grad_o is None:
             grad_o = torch.zeros_like(o)
         dq, dk, dv = _flash_attention_backward_op(grad_o.contiguous(), q, k, v, o, lse, o32, *ctx.options)
-        return dq, dk, dv, None, None, None, None, None, None
+        return dq, dk, dv, None, None, None, None, None, None, None
 
     torch.library.register_autograd("tiebreak::flash_attention", _backward, setup_context=_setup_context)
 
 
 def flash_attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: Optional[float] = None,
                     modes: Modes = "bf16", beta: float = 2.0, seed: int = 0, scaling: str = "unfused",
-                    return_lse: bool = False) -> Any:
+                    return_lse: bool = False, exp: str = "software") -> Any:
     """Attention through tiebreak's kernels with an output mode per head; differentiable.
 
     ``q`` [B, H, Sq, D], ``k`` and ``v`` [B, Hkv, Sk, D] (bhsd, as ``scaled_dot_product_attention``),
@@ -204,7 +206,8 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, sc
     PyTorch). Returns O [B, H, Sq, D] in bfloat16 (fp32 heads: their f32 O rounded to nearest even;
     the backward's delta still reads the f32 O), and with ``return_lse`` also the natural LSE
     [B, H, Sq] (float32, not differentiable). The f32 O is the third output of
-    ``torch.ops.tiebreak.flash_attention``.
+    ``torch.ops.tiebreak.flash_attention``. ``exp``: the kernels' exponential, ``software`` (exp2_sw)
+    or ``sfu`` (the SFU's ex2.approx.ftz, one instruction; on the CPU its model, the same bits).
     """
     if not HAVE_CUSTOM_OP:
         raise RuntimeError("tiebreak.torch.flash_attention needs torch >= 2.4 (torch.library.custom_op); "
@@ -213,8 +216,10 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, sc
     mstr = ",".join(parse_modes(modes, q.shape[1], k.shape[1]))
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
+    if exp not in ("software", "sfu"):
+        raise ValueError(f"exp: unknown exponential '{exp}' (expected software or sfu)")
     o, lse, _ = torch.ops.tiebreak.flash_attention(q, k, v, bool(causal), float(scale), mstr, float(beta), int(seed),
-                                                   str(scaling))
+                                                   str(scaling), str(exp))
     return (o, lse) if return_lse else o
 
 
@@ -229,7 +234,7 @@ class FlashAttention(torch.nn.Module):
     """
 
     def __init__(self, modes: Modes = "bf16", *, causal: bool = False, scale: Optional[float] = None,
-                 beta: float = 2.0, seed: int = 0, scaling: str = "unfused") -> None:
+                 beta: float = 2.0, seed: int = 0, scaling: str = "unfused", exp: str = "software") -> None:
         super().__init__()
         _check_mode_names(modes)
         self.modes = modes
@@ -238,6 +243,7 @@ class FlashAttention(torch.nn.Module):
         self.beta = beta
         self.seed = seed
         self.scaling = scaling
+        self.exp = exp
         self.calls = 0
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, is_causal: Optional[bool] = None,
@@ -248,11 +254,11 @@ class FlashAttention(torch.nn.Module):
         bf = torch.bfloat16
         o = flash_attention(q.to(bf), k.to(bf), v.to(bf), causal=self.causal if is_causal is None else bool(is_causal),
                             scale=self.scale if scale is None else scale, modes=self.modes, beta=self.beta, seed=seed,
-                            scaling=self.scaling)
+                            scaling=self.scaling, exp=self.exp)
         return o.to(dtype)
 
     def extra_repr(self) -> str:
-        return f"modes={self.modes!r}, causal={self.causal}, scaling={self.scaling!r}"
+        return f"modes={self.modes!r}, causal={self.causal}, scaling={self.scaling!r}, exp={self.exp!r}"
 
 
 def _check_mode_names(modes: Modes) -> None:
