@@ -813,7 +813,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
               if (a.dump.pbar) a.dump.pbar[j] = pbar[i];
             }
           }
-          // P-bar == 1 needs x >= -2^-20 (exp2_sw(x) < 1 - 6e-7 below); x is non-decreasing in the
+          // P-bar == 1 needs x >= -2^-20 (exp2_sw(x) < 1 - 6e-7 below; the SFU's is 1 only for
+          // x > -2^-23, fp/sfu.hpp); x is non-decreasing in the
           // score under both scalings and the quad's tile maximum bounds the thread's scores, so
           // rows whose maximum lies further below the offset are skipped (most rows, most tiles).
           if (row < seq_q && score_x<Sc>(r.tmax[x], on, c) >= -0x1p-20f) {
