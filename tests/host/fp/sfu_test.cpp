@@ -112,6 +112,18 @@ TEST(sfu_table, PinnedDigest) {
   EXPECT_NE(fnv1a_le(c), d);
 }
 
+// The interpolator recovered from the table (64 segments of integer coefficients, a squarer that
+// drops the partial products below 2^19) gives every entry of the captured table.
+TEST(sfu_table, InterpolatorGivesEveryEntry) {
+  const auto t = table();
+  std::size_t differ = 0, first = t.size();
+  for (std::uint32_t f = 0; f < t.size(); ++f)
+    if (host::ex2_sm90_interpolated(f) != t[f]) {
+      if (differ++ == 0) first = f;
+    }
+  EXPECT_EQ(differ, 0u) << "first at F = " << first;
+}
+
 // --- (b) accuracy against 2^(F 2^-23) ------------------------------------------------------------------
 // The oracle: exp2l in x87 extended precision (64-bit significand; its error, ~2^-63 relative, is
 // 2^-40 of the unit used here). Error of T[F] in units of 2^-23 (T's ulp on [1, 2)).
