@@ -168,12 +168,12 @@ def goals_of(res, exp, suffix):
         ("fp32 cost over bf16 (reported)", lambda r: tb(r, "fp32"), "cost_vs_bf16", None, False),
         ("stretch: bf16 fwd >= 0.8x cuDNN", lambda r: tb(r) and r["pass"] == "fwd", "vs_cudnn", 0.8, True),
     ]
+    rules = [(text + suffix,) + tuple(rest) for text, *rest in rules]
     if exp == "sfu":
         rules.append(("sfu exp over software, bf16 (reported)", lambda r: tb(r) or tb(r, probe=True), "vs_software",
                       None, True))
     out = []
     for text, sel, field, limit, higher in rules:
-        text += suffix if not text.startswith("sfu exp") else ""
         vals = [r[field] for r in res if sel(r) and r.get(field) is not None]
         worst = (min(vals) if higher else max(vals)) if vals else None
         met = None
@@ -428,8 +428,8 @@ def run_trees(path, base, args, out_dir, budget, log):
                 continue
             sub = argparse.Namespace(**vars(args))
             sub.passes, sub.seqs = [pass_], [seq]
-            if name == "tiebreak-base" and getattr(args, "base_exp", "software") != args.exp:
-                sub.exp = args.base_exp
+            if name == "tiebreak-base":
+                sub.exp = getattr(args, "base_exp", "software")
             left = max(budget - (time.monotonic() - start), 1) if budget else 0
             r, meta, note = run_bench(prog, sub, out_dir, left, log, name=name + "-part")
             for x in r:
