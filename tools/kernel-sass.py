@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Static profile of one attention kernel, without a GPU (issue 18: "profile before changing").
+
+Compiles one instantiation of the forward kernel (attn::flash_forward_block with the device backend)
+or of a gradient kernel (flash_dkdv_block, flash_dq_block) for sm_90a with the library's flags
+(--fmad=false, no fast math), then prints what ptxas reports (registers, spills, stack) and, where
+cuobjdump exists, the machine code: SASS instructions in all and in the tile loop (the largest
+backward branch whose body holds tensor-core instructions, HMMA), the loop's tensor-core, ldmatrix,
+MUFU, local-memory and barrier counts, and with --opcodes the loop's opcode histogram. With --tree
+twice, the two source trees side by side (e.g. a branch against tools/ab-base.sh's export of main),
+opcode differences included.
+
+cuobjdump: $CUOBJDUMP, else on PATH, else next to nvcc. The CUDA toolkit's Debian packages may lack
+it; PyPI's `nvidia-cuda-cuobjdump` wheel has it (unzip it anywhere and point $CUOBJDUMP at
+nvidia/cu13/bin/cuobjdump). Without it only ptxas's figures are printed.
+
+  tools/kernel-sass.py [--kernel fwd|dkdv|dq] [--dim 128] [--mode bf16] [--probe] [--exp sfu]
+                       [--scaling unfused] [--min-blocks N] [--tree DIR [--tree DIR2]] [--opcodes]
+  tools/kernel-sass.py --self-test    the loop finder on a made-up listing, then the forward kernel of
+                                      this tree compiled and its figures checked (ctest kernel_sass)
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+KERNEL_SRC = r"""
+#include "tiebreak/attn/flash.hpp"
+#include "flash_device.cuh"  // cuda/attention, on the include path
+using namespace tiebreak;
+using be_t = gpu::detail::device_backend<%(threads)s>;
+__global__ void __launch_bounds__(%(threads)s%(min_blocks)s)
+    probe_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
+  const int blk = static_cast<int>(blockIdx.x), bh = static_cast<int>(blockIdx.y);
+  const int heads = static_cast<int>(a.prob.shape.heads);
+  %(body)s
+}
+"""
+
+BODIES = {
+    "fwd": "attn::flash_forward_block<be_t, %(dim)d, attn::out_mode::%(mode)s, attn::score_scaling::%(scaling)s, "
+           "%(probe)s, attn::exp2_policy::%(exp)s>(be, a, c, bh / heads, bh %% heads, blk, "
+           "%(probe)s::enabled ? partial + static_cast<std::size_t>(bh) * n_qt + blk : nullptr);",
+    "dkdv": "attn::flash_dkdv_block<be_t, %(dim)d, attn::score_scaling::%(scaling)s, attn::exp2_policy::%(exp)s>"
+            "(be, a, c, bh / heads, bh %% heads, blk);",
+    "dq": "attn::flash_dq_block<be_t, %(dim)d, attn::score_scaling::%(scaling)s, attn::exp2_policy::%(exp)s>"
+          "(be, a, c, bh / heads, bh %% heads, blk);",
+}
+
+
+def find_tool(name, env, nvcc):
+    if os.environ.get(env):
+        return os.environ[env]
+    p = shutil.which(name)
+    if p:
+        return p
+    q = os.path.join(os.path.dirname(nvcc), name)
+    return q if os.path.exists(q) else None
+
+
+def compile_kernel(tree, args, nvcc, work):
+    threads = "attn::fwd_threads" if args.kernel == "fwd" else "attn::bwd_threads"
+    if args.min_blocks is not None:
+        mb = ", %d" % args.min_blocks
+    else:
+        mb = ", attn::fwd_min_blocks" if args.kernel == "fwd" else ""
+    probe = "attn::thread_counting_probe" if args.probe else "probe::no_probe"
+    body = BODIES[args.kernel] % dict(dim=args.dim, mode=args.mode, scaling=args.scaling, exp=args.exp, probe=probe)
+    src = os.path.join(work, "k.cu")
+    with open(src, "w") as f:
+        f.write(KERNEL_SRC % dict(threads=threads, min_blocks=mb, body=body))
+    cubin = os.path.join(work, "k.cubin")
+    cmd = [nvcc, "-I" + os.path.join(tree, "include"), "-I" + os.path.join(tree, "cuda", "include"),
+           "-I" + os.path.join(tree, "cuda", "attention"),
+           "-O3", "-DNDEBUG", "-std=c++20", "--fmad=false", "--expt-relaxed-constexpr", "-Xcompiler=-ffp-contract=off",
+           "-diag-suppress", "177", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v", "-cubin", "-o", cubin, src]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("kernel-sass: nvcc failed for %s:\n%s" % (tree, r.stderr[-4000:]))
+    info = {}
+    lines = r.stderr.splitlines()
+    for i, l in enumerate(lines):
+        if "Compiling entry function" in l and "probe_kernel" in l:
+            for m in lines[i:i + 4]:
+                for key, pat in (("registers", r"Used (\d+) registers"), ("spill_stores", r"(\d+) bytes spill stores"),
+                                 ("spill_loads", r"(\d+) bytes spill loads"), ("stack", r"(\d+) bytes stack frame")):
+                    mm = re.search(pat, m)
+                    if mm:
+                        info[key] = int(mm.group(1))
+    return cubin, info
+
+
+def sass_of(cubin, cuobjdump):
+    out = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout
+    ins = []
+    for l in out.splitlines():
+        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", l)
+        if m:
+            ins.append((int(m.group(1), 16), m.group(2)))
+    return ins
+
+
+def opcode(text):
+    t = text.split()
+    if t and t[0].startswith("@"):
+        t = t[1:]
+    return t[0].split(".")[0] if t else ""
+
+
+def tile_loop(ins):
+    """The largest backward branch whose body holds HMMA: the tile loop."""
+    at = {a: i for i, (a, _) in enumerate(ins)}
+    best = None
+    for i, (a, t) in enumerate(ins):
+        if opcode(t) != "BRA":
+            continue
+        m = re.search(r"0x([0-9a-f]+)", t)
+        if not m:
+            continue
+        tgt = int(m.group(1), 16)
+        if tgt < a and tgt in at and any(opcode(x) == "HMMA" for _, x in ins[at[tgt]:i + 1]):
+            if best is None or i + 1 - at[tgt] > best[1] - best[0]:
+                best = (at[tgt], i + 1)
+    return ins[best[0]:best[1]] if best else []
+
+
+def summary(ins):
+    loop = tile_loop(ins)
+    c = collections.Counter(opcode(t) for _, t in loop)
+    everywhere = collections.Counter(opcode(t) for _, t in ins)
+    return {
+        "sass": len(ins), "loop": len(loop), "HMMA": c["HMMA"], "LDSM": c["LDSM"], "MUFU": c["MUFU"],
+        "BAR": c["BAR"], "STL loop": c["STL"], "LDL loop": c["LDL"],
+        "STL other": everywhere["STL"] - c["STL"], "LDL other": everywhere["LDL"] - c["LDL"],
+    }, c
+
+
+FAKE_SASS = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;
+        /*0020*/                   LDSM.16.M88.4 R8, [R2] ;
+        /*0030*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;
+        /*0040*/               @P0 BRA 0x20 ;
+        /*0050*/                   STL [R1], R4 ;
+        /*0060*/                   ISETP.NE.AND P1, PT, R3, RZ, PT ;
+        /*0070*/              @!P1 BRA 0x60 ;
+        /*0080*/                   EXIT ;
+"""
+
+
+def self_test(nvcc, cuobjdump):
+    ins = []
+    for l in FAKE_SASS.splitlines():
+        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", l)
+        if m:
+            ins.append((int(m.group(1), 16), m.group(2)))
+    s, _ = summary(ins)
+    # The loop is 0x20..0x40 (its body holds HMMA); 0x60..0x70 is a loop without one.
+    want = {"sass": 9, "loop": 3, "HMMA": 1, "LDSM": 1, "STL loop": 0, "STL other": 1}
+    bad = {k: (s[k], v) for k, v in want.items() if s[k] != v}
+    if bad:
+        sys.exit("kernel-sass: self-test: the made-up listing gave %s (got, want)" % bad)
+
+    class A:  # the forward kernel's defaults
+        kernel, dim, mode, probe, exp, scaling, min_blocks = "fwd", 128, "bf16", False, "sfu", "unfused", None
+    work = tempfile.mkdtemp(prefix="kernel-sass-")
+    try:
+        cubin, info = compile_kernel(ROOT, A, nvcc, work)
+        if not 0 < info.get("registers", 0) <= 255 or "spill_stores" not in info:
+            sys.exit("kernel-sass: self-test: ptxas's figures not found: %s" % info)
+        msg = "registers %d, spills %d bytes" % (info["registers"], info["spill_stores"])
+        if cuobjdump:
+            ins = sass_of(cubin, cuobjdump)
+            s, _ = summary(ins)
+            every = sum(1 for _, t in ins if opcode(t) == "HMMA")
+            # Every mma of the forward lies in its tile loop: 2 (D / 16) (64 / 8) per m-tile of a warp.
+            if s["loop"] == 0 or s["HMMA"] != every or s["HMMA"] % (2 * (128 // 16) * 8) != 0 or s["LDSM"] == 0:
+                sys.exit("kernel-sass: self-test: the forward's tile loop not found as expected: %s (HMMA in all %d)"
+                         % (s, every))
+            msg += ", tile loop %d SASS with all %d HMMA" % (s["loop"], every)
+        else:
+            msg += " (no cuobjdump: the SASS part is not checked)"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("kernel-sass: self-test passed: the made-up listing's loop found; the forward kernel: " + msg)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernel", choices=["fwd", "dkdv", "dq"], default="fwd")
+    ap.add_argument("--dim", type=int, choices=[64, 128], default=128)
+    ap.add_argument("--mode", choices=["bf16", "fp32", "debias", "stochastic"], default="bf16")
+    ap.add_argument("--probe", action="store_true", help="the counting probe (forward only)")
+    ap.add_argument("--exp", choices=["software", "sfu"], default="sfu")
+    ap.add_argument("--scaling", choices=["unfused", "fused"], default="unfused")
+    ap.add_argument("--min-blocks", type=int, help="__launch_bounds__ minimum (default: the kernel's own)")
+    ap.add_argument("--tree", action="append", help="source tree (default: this one); twice to compare")
+    ap.add_argument("--opcodes", action="store_true", help="the tile loop's opcode histogram")
+    ap.add_argument("--self-test", action="store_true", help="check the tool (ctest kernel_sass)")
+    args = ap.parse_args()
+    nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    cuobjdump = find_tool("cuobjdump", "CUOBJDUMP", nvcc)
+    if args.self_test:
+        self_test(nvcc, cuobjdump)
+        return
+    if args.kernel != "fwd" and (args.probe or args.mode != "bf16"):
+        ap.error("--probe and --mode are the forward kernel's")
+    trees = args.tree or [ROOT]
+    if len(trees) > 2:
+        ap.error("at most two trees")
+    what = "%s D=%d %s %s%s %s" % (args.kernel, args.dim, args.mode if args.kernel == "fwd" else "",
+                                   args.exp, " +probe" if args.probe else "", args.scaling)
+    print("kernel-sass: %s, sm_90a" % " ".join(what.split()))
+    rows, hists = [], []
+    for tree in trees:
+        work = tempfile.mkdtemp(prefix="kernel-sass-")
+        try:
+            cubin, info = compile_kernel(tree, args, nvcc, work)
+            s, h = (summary(sass_of(cubin, cuobjdump)) if cuobjdump else ({}, collections.Counter()))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        rows.append((tree, {**info, **s}))
+        hists.append(h)
+    keys = ["registers", "spill_stores", "spill_loads", "stack"]
+    if cuobjdump:
+        keys += ["sass", "loop", "HMMA", "LDSM", "MUFU", "BAR", "STL loop", "LDL loop", "STL other", "LDL other"]
+    else:
+        print("kernel-sass: no cuobjdump (set $CUOBJDUMP): ptxas's figures only")
+    w = max(len(k) for k in keys)
+    print("%-*s  %s" % (w, "", "  ".join("%12s" % os.path.basename(os.path.normpath(t))[:12] for t, _ in rows)))
+    for k in keys:
+        print("%-*s  %s" % (w, k, "  ".join("%12s" % r.get(k, "-") for _, r in rows)))
+    if args.opcodes and cuobjdump:
+        print("\ntile loop opcodes" + (" (first tree, second, difference)" if len(rows) == 2 else ""))
+        ops = set(hists[0]) | (set(hists[1]) if len(hists) == 2 else set())
+        order = sorted(ops, key=lambda o: (-(abs(hists[1][o] - hists[0][o]) if len(hists) == 2 else hists[0][o]), o))
+        for o in order:
+            if len(hists) == 2:
+                if hists[0][o] != hists[1][o]:
+                    print("  %-8s %6d %6d %+6d" % (o, hists[0][o], hists[1][o], hists[1][o] - hists[0][o]))
+            else:
+                print("  %-8s %6d" % (o, hists[0][o]))
+
+
+if __name__ == "__main__":
+    main()
