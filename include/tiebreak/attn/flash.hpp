@@ -111,7 +111,7 @@ constexpr std::string_view to_string(score_scaling s) noexcept { return s == sco
 ///   software  f32::exp2_sw (a fixed sequence of IEEE binary32 operations; the same bits on every GPU
 ///             and on the host; about 13 instructions)
 ///   sfu       ex2.approx.ftz.f32, the SFU (MUFU.EX2: one instruction); the twin evaluates its model
-///             (fp/sfu.hpp with the table the host library embeds), proven equal to the unit on all 2^32
+///             (fp/sfu.hpp: the rule with sm_90's interpolator), proven equal to the unit on all 2^32
 ///             inputs on the H200 (sm_90) only. Its P-bar is 1 for -2^-23 < x <= 0, not just at x = 0.
 enum class exp2_policy : std::uint8_t { software, sfu };
 inline constexpr exp2_policy all_exp2_policies[] = {exp2_policy::software, exp2_policy::sfu};

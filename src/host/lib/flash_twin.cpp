@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tiebreak/emu/mma.hpp"
-#include "tiebreak/host/sfu.hpp"
+#include "tiebreak/fp/sfu.hpp"
 
 namespace tiebreak::host {
 namespace {
@@ -48,8 +48,8 @@ struct twin_backend {
     for (int t = 0; t < T; ++t) f(t);
   }
   void sync() noexcept {}
-  /// exp2_policy::sfu: the model of ex2.approx.ftz.f32 (tiebreak/host/sfu.hpp; sm_90's table).
-  static float ex2_approx_ftz(float x) { return ex2_approx_ftz_sm90(x); }
+  /// exp2_policy::sfu: the model of ex2.approx.ftz.f32, sm_90's interpolator (fp/sfu.hpp), inlined.
+  static float ex2_approx_ftz(float x) { return sfu::ex2_approx_ftz_sm90(x); }
   void commit() noexcept {}
   template <int N>
   void wait() noexcept {}

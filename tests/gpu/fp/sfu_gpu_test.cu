@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/// @file ex2.approx.ftz.f32 and ex2.approx.f32 (MUFU.EX2) against fp/sfu.hpp with the embedded sm_90
-/// table, on all 2^32 inputs: the model runs in the kernel, reading the table from global memory.
+/// @file ex2.approx.ftz.f32 and ex2.approx.f32 (MUFU.EX2) against fp/sfu.hpp on all 2^32 inputs: the
+/// model runs in the kernel, with sm_90's interpolator (the core's, compiled for the device), and
+/// again with the embedded table read from global memory (the oracle the interpolator was proven
+/// equal to on the host).
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -31,13 +33,17 @@ struct global_table {
   }
 };
 
-// The rule in nvcc's constant evaluation too (tests/host/fp/sfu_test.cpp has the table of them).
+// The rule and the interpolator in nvcc's constant evaluation too (tests/host/fp/sfu_test.cpp has
+// the tables of them).
 struct linear_table {
   constexpr std::uint32_t operator()(std::uint32_t f) const noexcept { return 0x3f800000u | f; }
 };
 static_assert(sfu::ex2_approx_ftz_bits(0xbfc00000u, linear_table{}) == 0x3ebfffffu);  // -1.5: ones' complement
 static_assert(sfu::ex2_approx_ftz_bits(0x33ffffffu, linear_table{}) == 0x3f800000u);  // below 2^-23: truncated
 static_assert(sfu::ex2_approx_ftz_bits(0xc2fc0001u, linear_table{}) == 0u);           // below -126: flushed
+static_assert(sfu::ex2_sm90_entry(0) == 0x3f800000u && sfu::ex2_sm90_entry(sfu::ex2_table_size - 1) == 0x3fffffffu);
+static_assert(sfu::ex2_sm90_entry(sfu::ex2_table_size / 2) == 0x3fb504f3u);  // sqrt(2)
+static_assert(sfu::ex2_sm90_entry(7340031) == 0x3feac0c5u && sfu::ex2_sm90_entry(7340032) == 0x3feac0c8u);
 
 // The instructions themselves (inline PTX: no intrinsic in between).
 __device__ __forceinline__ float hw_ex2_ftz(float x) {
@@ -71,9 +77,10 @@ __device__ void record(sweep_state* st, int v, std::uint32_t x, std::uint32_t hw
   if (n < keep) st->first[v][n] = mismatch{x, hw, model};
 }
 
-/// Inputs begin, ..., begin + count - 1 (grid-stride), both variants per input.
-__global__ void ex2_sweep(std::uint64_t begin, std::uint64_t count, const std::uint32_t* table, sweep_state* st) {
-  const global_table tab{table};
+/// Inputs begin, ..., begin + count - 1 (grid-stride), both variants per input, the model's T from
+/// `tab` (sfu::ex2_sm90_interpolator or global_table).
+template <class Table>
+__global__ void ex2_sweep(std::uint64_t begin, std::uint64_t count, Table tab, sweep_state* st) {
   unsigned long long mine = 0;
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
@@ -90,24 +97,11 @@ __global__ void ex2_sweep(std::uint64_t begin, std::uint64_t count, const std::u
   atomicAdd(&st->covered, mine);
 }
 
-TEST(sfu_gpu, ex2_approx_equals_the_model_on_every_input) {
-  TIEBREAK_REQUIRE_GPU();
-  int dev = 0;
-  cudaDeviceProp prop{};
-  TIEBREAK_CUDA_OK(cudaGetDevice(&dev));
-  TIEBREAK_CUDA_OK(cudaGetDeviceProperties(&prop, dev));
-  if (prop.major != 9 || prop.minor != 0)
-    GTEST_SKIP() << "the ex2 table was captured on sm_90 (H200); this device is sm_" << prop.major << prop.minor
-                 << " (" << prop.name << "): capture its table with tiebreak_ex2_probe (cuda/sfu/ex2_probe.cu)";
-
-  const auto t = host::ex2_approx_sm90_table();
-  ASSERT_EQ(t.size(), std::size_t{sfu::ex2_table_size});
-  dev_buf<std::uint32_t> table(t.size());
+/// All 2^32 inputs against the model with `tab`, in chunks: expects no mismatch, prints the device time.
+template <class Table>
+void sweep_all(const cudaDeviceProp& prop, Table tab, const char* model_name) {
   dev_buf<sweep_state> st(1);
-  ASSERT_NE(table.p, nullptr);
   ASSERT_NE(st.p, nullptr);
-  TIEBREAK_CUDA_OK(cudaMemcpy(table.p, t.data(), t.size_bytes(), cudaMemcpyHostToDevice));
-
   cudaEvent_t start = nullptr, stop = nullptr;
   TIEBREAK_CUDA_OK(cudaEventCreate(&start));
   TIEBREAK_CUDA_OK(cudaEventCreate(&stop));
@@ -115,7 +109,7 @@ TEST(sfu_gpu, ex2_approx_equals_the_model_on_every_input) {
   const unsigned blocks = static_cast<unsigned>(prop.multiProcessorCount) * 8;  // 8 blocks of 256 per SM
   TIEBREAK_CUDA_OK(cudaEventRecord(start));
   for (std::uint64_t begin = 0; begin < total; begin += chunk) {
-    ex2_sweep<<<blocks, 256>>>(begin, chunk, table.p, st.p);
+    ex2_sweep<<<blocks, 256>>>(begin, chunk, tab, st.p);
     TIEBREAK_CUDA_OK(cudaGetLastError());
   }
   TIEBREAK_CUDA_OK(cudaEventRecord(stop));
@@ -127,10 +121,11 @@ TEST(sfu_gpu, ex2_approx_equals_the_model_on_every_input) {
 
   sweep_state h{};
   TIEBREAK_CUDA_OK(cudaMemcpy(&h, st.p, sizeof h, cudaMemcpyDeviceToHost));
-  std::printf("[ sweep    ] ex2.approx{.ftz,}.f32 on %s: %llu inputs in %.1f ms device time; mismatches %llu (ftz), %llu\n",
-              prop.name, h.covered, static_cast<double>(ms), h.mismatches[0], h.mismatches[1]);
-  ::testing::Test::RecordProperty("device_ms", std::to_string(ms));
-  EXPECT_EQ(h.covered, total);
+  std::printf("[ sweep    ] ex2.approx{.ftz,}.f32 on %s, model with %s: %llu inputs in %.1f ms device time; "
+              "mismatches %llu (ftz), %llu\n",
+              prop.name, model_name, h.covered, static_cast<double>(ms), h.mismatches[0], h.mismatches[1]);
+  ::testing::Test::RecordProperty(std::string("device_ms_") + model_name, std::to_string(ms));
+  EXPECT_EQ(h.covered, total) << model_name;
   for (int v = 0; v < variants; ++v) {
     std::string first;
     for (unsigned k = 0; k < h.recorded[v] && k < keep; ++k) {
@@ -140,8 +135,32 @@ TEST(sfu_gpu, ex2_approx_equals_the_model_on_every_input) {
                     static_cast<double>(bits_to_f32(m.x)), m.hw, m.model);
       first += line;
     }
-    EXPECT_EQ(h.mismatches[v], 0u) << variant_name[v] << ", first mismatches:\n" << first;
+    EXPECT_EQ(h.mismatches[v], 0u) << variant_name[v] << ", model with " << model_name << ", first mismatches:\n"
+                                   << first;
   }
+}
+
+TEST(sfu_gpu, ex2_approx_equals_the_model_on_every_input) {
+  TIEBREAK_REQUIRE_GPU();
+  int dev = 0;
+  cudaDeviceProp prop{};
+  TIEBREAK_CUDA_OK(cudaGetDevice(&dev));
+  TIEBREAK_CUDA_OK(cudaGetDeviceProperties(&prop, dev));
+  if (prop.major != 9 || prop.minor != 0)
+    GTEST_SKIP() << "the ex2 table was captured on sm_90 (H200); this device is sm_" << prop.major << prop.minor
+                 << " (" << prop.name << "): capture its table with tiebreak_ex2_probe (cuda/sfu/ex2_probe.cu)";
+
+  // The core's interpolator, compiled for the device: the model the twin uses.
+  sweep_all(prop, sfu::ex2_sm90_interpolator{}, "interpolator");
+
+  // The captured table from global memory: were the interpolator's device build wrong, this one
+  // passing shows it is the build, not the rule.
+  const auto t = host::ex2_approx_sm90_table();
+  ASSERT_EQ(t.size(), std::size_t{sfu::ex2_table_size});
+  dev_buf<std::uint32_t> table(t.size());
+  ASSERT_NE(table.p, nullptr);
+  TIEBREAK_CUDA_OK(cudaMemcpy(table.p, t.data(), t.size_bytes(), cudaMemcpyHostToDevice));
+  sweep_all(prop, global_table{table.p}, "table");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// tiebreak/fp/sfu.hpp with the embedded sm_90 table (tiebreak/host/sfu.hpp): the table, its accuracy
-// against exp2, the rule on special inputs, the hardware's pinned points, and structure.
+// tiebreak/fp/sfu.hpp: sm_90's interpolator against the embedded table captured on the H200 (its
+// oracle, tiebreak/host/sfu.hpp), the table and its accuracy against exp2, the rule on special inputs,
+// the hardware's pinned points, and structure.
 #include "tiebreak/fp/sfu.hpp"
 
 #include <gtest/gtest.h>
@@ -44,11 +45,28 @@ static_assert(lin(0xc2fc0000u) == 0x00800000u);  // -126: 2^-126, the smallest n
 static_assert(lin(0xc2fc0001u) == 0u);           // just below -126: 2^-127 (1 + ...) flushes
 static_assert(sfu::ex2_approx_ftz(-1.0f, linear_table{}) == 0.5f);
 
+// sm_90's interpolator in constant expressions: entries of the captured table (its first and last,
+// sqrt(2), a segment's last and the next segment's first, the only step of 3, where the error
+// against exp2 is smallest and largest); nvcc evaluates them too (tests/gpu/fp/sfu_gpu_test.cu).
+static_assert(sfu::ex2_sm90_entry(0) == 0x3f800000u && sfu::ex2_sm90_entry(1) == 0x3f800001u);
+static_assert(sfu::ex2_sm90_entry(N - 1) == 0x3fffffffu);
+static_assert(sfu::ex2_sm90_entry(N / 2) == 0x3fb504f3u);  // sqrt(2) correctly rounded
+static_assert(sfu::ex2_sm90_entry(12345) == 0x3f802172u);
+static_assert(sfu::ex2_sm90_entry(131071) == 0x3f8164d2u && sfu::ex2_sm90_entry(131072) == 0x3f8164d2u);
+static_assert(sfu::ex2_sm90_entry(7340031) == 0x3feac0c5u && sfu::ex2_sm90_entry(7340032) == 0x3feac0c8u);
+static_assert(sfu::ex2_sm90_entry(7732991) == 0x3ff28025u && sfu::ex2_sm90_entry(4389888) == 0x3fb7f7f5u);
+static_assert(sfu::ex2_sm90_segment(0).c1 == 90852 && sfu::ex2_sm90_segment(0).c2 == 494 &&
+              sfu::ex2_sm90_segment(0).c0 == 3);
+static_assert(sfu::ex2_sm90_segment(63).c1 == 179744 && sfu::ex2_sm90_segment(63).c2 == 980 &&
+              sfu::ex2_sm90_segment(63).c0 == 32831540);
+static_assert(sfu::ex2_sm90_segment_bits(64) == 0);  // past the last segment
+static_assert(sfu::ex2_approx_ftz_bits(0xbf800000u, sfu::ex2_sm90_interpolator{}) == 0x3f000000u);  // -1: 0.5
+static_assert(sfu::ex2_approx_ftz_sm90(0.5f) == 0x1.6a09e6p+0f);
+
 // --- Helpers ---------------------------------------------------------------------------------------
 std::span<const std::uint32_t> table() { return host::ex2_approx_sm90_table(); }
-host::ex2_table_view view() { return host::ex2_table_view{table().data()}; }
-std::uint32_t ftz_bits(std::uint32_t u) { return sfu::ex2_approx_ftz_bits(u, view()); }
-std::uint32_t full_bits(std::uint32_t u) { return f32_to_bits(sfu::ex2_approx(bits_to_f32(u), view())); }
+std::uint32_t ftz_bits(std::uint32_t u) { return sfu::ex2_approx_ftz_bits(u, sfu::ex2_sm90_interpolator{}); }
+std::uint32_t full_bits(std::uint32_t u) { return f32_to_bits(host::ex2_approx_sm90(bits_to_f32(u))); }
 float ftz(float x) { return host::ex2_approx_ftz_sm90(x); }
 
 std::string hex(std::uint32_t u) {
@@ -112,16 +130,55 @@ TEST(sfu_table, PinnedDigest) {
   EXPECT_NE(fnv1a_le(c), d);
 }
 
-// The interpolator recovered from the table (64 segments of integer coefficients, a squarer that
-// drops the partial products below 2^19) gives every entry of the captured table.
+// --- (a') the interpolator against the table ------------------------------------------------------------
+// The squarer's oracle: every partial product of xl^2 (squarer form: b_i 2^(2i), and b_i b_j 2^(i+j+1)
+// for i < j) kept if its column is 19 or more, one by one.
+std::uint64_t truncated_square_pairs(std::uint32_t xl) {
+  std::uint64_t s = 0;
+  for (int i = 0; i < 17; ++i) {
+    if (((xl >> i) & 1u) == 0) continue;
+    if (2 * i >= 19) s += std::uint64_t{1} << (2 * i);
+    for (int j = i + 1; j < 17; ++j)
+      if (((xl >> j) & 1u) != 0 && i + j + 1 >= 19) s += std::uint64_t{1} << (i + j + 1);
+  }
+  return s;
+}
+
+TEST(sfu_interpolator, SquarerKeepsThePartialProductsFromColumn19) {
+  std::uint32_t differ = 0, first = 0;
+  for (std::uint32_t xl = 0; xl < (1u << sfu::ex2_sm90_offset_bits); ++xl)
+    if (sfu::ex2_sm90_square(xl) != truncated_square_pairs(xl) && differ++ == 0) first = xl;
+  EXPECT_EQ(differ, 0u) << "first at xl = " << first;
+  EXPECT_NE(sfu::ex2_sm90_square(0x1ffffu), std::uint64_t{0x1ffffu} * 0x1ffffu);  // not the exact square
+  EXPECT_EQ(sfu::ex2_sm90_square(1u << 9), 0u);          // b_9's square, 2^18: dropped
+  EXPECT_EQ(sfu::ex2_sm90_square(1u << 10), 1u << 20);   // b_10's, 2^20: kept
+  EXPECT_EQ(sfu::ex2_sm90_square(3u << 8), 0u);          // b_8 b_9 at 2^18, b_8's and b_9's squares: dropped
+  EXPECT_EQ(sfu::ex2_sm90_square((1u << 8) | (1u << 10)), (1u << 19) + (1u << 20));  // b_8 b_10 at 2^19 kept
+}
+
+// The interpolator (64 segments of integer coefficients, a squarer that drops the partial products
+// below 2^19; fp/sfu.hpp) gives every entry of the table captured on the H200. A constant 3057
+// moved by one, or the squarer's cut by one column, fails it (checked by editing fp/sfu.hpp).
 TEST(sfu_table, InterpolatorGivesEveryEntry) {
   const auto t = table();
+  ASSERT_EQ(t.size(), std::size_t{N});
   std::size_t differ = 0, first = t.size();
-  for (std::uint32_t f = 0; f < t.size(); ++f)
-    if (host::ex2_sm90_interpolated(f) != t[f]) {
-      if (differ++ == 0) first = f;
-    }
+  for (std::uint32_t f = 0; f < N; ++f)
+    if (sfu::ex2_sm90_entry(f) != t[f] && differ++ == 0) first = f;
   EXPECT_EQ(differ, 0u) << "first at F = " << first;
+}
+
+// The modelled instructions are the rule with the interpolator: the same as with the table, lane by
+// lane, on every 4099th encoding (both signs, every exponent).
+TEST(sfu_interpolator, RuleWithTheTableAgrees) {
+  const host::ex2_table_view view{table().data()};
+  std::uint64_t bad = 0;
+  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += 4099) {
+    const auto x = static_cast<std::uint32_t>(u);
+    if (ftz_bits(x) != sfu::ex2_approx_ftz_bits(x, view)) ++bad;
+    if (full_bits(x) != f32_to_bits(sfu::ex2_approx(bits_to_f32(x), view))) ++bad;
+  }
+  EXPECT_EQ(bad, 0u);
 }
 
 // --- (b) accuracy against 2^(F 2^-23) ------------------------------------------------------------------
