@@ -162,8 +162,8 @@ struct flash_tensors {
 /// row r's key j goes to element r_index · seq_k + j of `score` (the raw f32 score S = Q Kᵀ, −Inf where
 /// masked), `pbar` (P-bar as the kernel computed it) and `offset` (the offset o in force for that
 /// key's tile, scaled log2 domain). Device pointers for the kernels. Written only by the probed
-/// instantiation (flash_args::counters not null); keys a row never reaches (causal tiles skipped)
-/// are left as they were.
+/// instantiation (flash_args::counters not null); keys past the last key tile of the row's block
+/// (fwd_rows rows: under a causal mask, the tiles its last row sees) are left as they were.
 struct row_dump {
   const std::uint64_t* rows = nullptr;
   std::uint32_t count = 0;
@@ -256,26 +256,30 @@ inline constexpr float log2e_f32 = 0x1.715476p+0f;  ///< log2 e rounded to f32
 
 // --- tiling and fragments ------------------------------------------------------------------------------
 
-/// Forward tiles: 4 warps, 16 query rows per warp, 64 keys per tile.
+/// Forward tiles: 4 warps, fwd_mtiles m-tiles of 16 query rows per warp (32 rows), 64 keys per
+/// tile. Each K and V fragment a warp reads from shared memory feeds fwd_mtiles tensor-core
+/// instructions (FlashAttention-2's 128 x 64 block of 4 warps): half the shared-memory reads per
+/// FLOP of one m-tile per warp (docs/attention-bench.md, "Two m-tiles per warp").
 inline constexpr int fwd_warps = 4;
+inline constexpr int fwd_mtiles = 2;
 inline constexpr int fwd_threads = 32 * fwd_warps;
-inline constexpr int fwd_rows = 16 * fwd_warps;
+inline constexpr int fwd_rows = 16 * fwd_mtiles * fwd_warps;
 inline constexpr int fwd_keys = 64;
 
-/// Blocks of the forward kernel resident per SM, its `__launch_bounds__` minimum: 3 blocks of
-/// fwd_threads leave each thread at most 168 registers (H100/H200: 64 K registers per SM). At
-/// D = 128 the kernel compiled to 226-249 registers unbounded, i.e. 2 blocks (8 warps) per SM; bounded
-/// it fits 168 with no spill in bf16 and debias (docs/attention-bench.md, "Three blocks per SM").
-inline constexpr int fwd_min_blocks = 3;
+/// Blocks of the forward kernel resident per SM, its `__launch_bounds__` minimum: 2 blocks of
+/// fwd_threads leave each thread 255 registers (H100/H200: 64 K registers per SM): the O
+/// accumulator of two m-tiles alone takes D registers.
+inline constexpr int fwd_min_blocks = 2;
 
-/// Shared memory of the forward kernel: K and V tiles, double-buffered. The probe's per-thread
-/// head_counters (merged after the tile loop) reuse the tiles' space, so that a probed block needs
-/// no more than an empty-probe one (3 blocks per SM at D = 128: 3 x 64 KB of the H200's 228 KB).
+/// Shared memory of the forward kernel: K and V tiles, double-buffered, and the block's Q tile. The
+/// probe's per-thread head_counters (merged after the tile loop) reuse the tiles' space, so that a
+/// probed block needs no more than an empty-probe one (2 blocks per SM at D = 128: 2 x 96 KB of the
+/// H200's 228 KB).
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_smem_bytes =
-    Probed && sizeof(probe::head_counters) * fwd_threads > std::size_t{4} * fwd_keys * D * 2
+    Probed && sizeof(probe::head_counters) * fwd_threads > (std::size_t{4} * fwd_keys + fwd_rows) * D * 2
         ? sizeof(probe::head_counters) * fwd_threads  // the counters' tree, when larger than the tiles
-        : std::size_t{4} * fwd_keys * D * 2;
+        : (std::size_t{4} * fwd_keys + fwd_rows) * D * 2;
 
 /// Offset of element (r, c) in a swizzled R x C bf16 tile (C = 64 or 128): the 16-byte chunk
 /// c / 8 of row r is stored at chunk (c / 8) xor (r mod 8), so that the 8 rows an 8-lane group of a
@@ -533,38 +537,49 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD bool x_in_range(float lo, float hi, float olo, 
   return score_x<Sc>(lo, ohi, c) >= -126.0f && score_x<Sc>(hi, olo, c) < 128.0f;
 }
 
-/// Registers of one forward thread: its 2 rows (g and g + 8 of its warp's 16) of Q (A fragments),
-/// of the S / P tile and of the O accumulator, the row state, and its probe.
+/// Registers of one forward thread: its 2 fwd_mtiles rows (g and g + 8 of each of its warp's 16-row
+/// m-tiles) of the S / P tile and of the O accumulator, the row state, and its probe. Local row x
+/// (0 .. 2 fwd_mtiles − 1) is row g + 8 (x & 1) of m-tile x >> 1: fwd_row(x).
 template <int D, class Probe>
 struct fwd_regs {
+  static constexpr int MT = fwd_mtiles, XR = 2 * fwd_mtiles;
   static constexpr int KC = D / 16, NB = fwd_keys / 8, DN = D / 8, PK = fwd_keys / 16;
-  std::uint32_t q[KC][4];
-  float s[NB][4];
-  float o[DN][4];
-  std::uint32_t p[PK][4];
+  std::uint32_t qa[MT][4];  ///< A fragments of Q, one head-dim chunk (from the shared Q tile)
+  float s[MT][NB][4];
+  float o[MT][DN][4];
+  std::uint32_t p[MT][PK][4];
   std::uint32_t kb[NB][2];  ///< B fragments of one head-dim chunk of K, all key blocks
   std::uint32_t vb[DN][2];  ///< B fragments of one key chunk of V, all head-dim blocks
-  float m[2];             ///< running maximum of the raw scores
-  float off[2];           ///< current offset (scaled log2 domain)
-  float l[2];             ///< this thread's part of the row sum of P-bar
-  float tmax[2];          ///< tile: quad maximum
-  float tmin[2];          ///< tile: the thread's minimum score (NaN if any score is NaN)
-  std::uint32_t cnt[2];   ///< scores equal to the running maximum (quad total)
-  std::uint32_t near[2];  ///< scores within the tolerance of it (quad total)
-  std::uint32_t tcount;   ///< this tile's repeats, a byte each: exact row 0, row 1, near row 0, row 1
-  int dslot[2];           ///< probe: the row's place in flash_args::dump.rows, or -1
+  float m[XR];             ///< running maximum of the raw scores
+  float off[XR];           ///< current offset (scaled log2 domain)
+  float l[XR];             ///< this thread's part of the row sum of P-bar
+  float tmax[XR];          ///< tile: quad maximum
+  float tmin[XR];          ///< tile: the thread's minimum score (NaN if any score is NaN)
+  std::uint32_t cnt[XR];   ///< scores equal to the running maximum (quad total)
+  std::uint32_t near[XR];  ///< scores within the tolerance of it (quad total)
+  std::uint32_t tcount[MT];  ///< this tile's repeats of m-tile mt, a byte each: exact row 0, row 1, near row 0, row 1
+  int dslot[XR];           ///< probe: the row's place in flash_args::dump.rows, or -1
   std::uint32_t rw[DN / 2][2];  ///< stochastic, epilogue: the thread's random words of dn = 2 j + (t & 1)
   std::uint32_t rx[DN / 2][2];  ///< and those of dn = 2 j + 1 − (t & 1), from its neighbour t ^ 1
   Probe pr;
+  /// Score e (0, 1) of key block nb in local row x; the O accumulator likewise.
+  TIEBREAK_FORCEINLINE TIEBREAK_HD float& sc(int x, int nb, int e) noexcept { return s[x >> 1][nb][2 * (x & 1) + e]; }
+  TIEBREAK_FORCEINLINE TIEBREAK_HD float& oc(int x, int dn, int e) noexcept { return o[x >> 1][dn][2 * (x & 1) + e]; }
 };
 
-/// One block of the forward pass: query rows [qt·64, qt·64 + 64) of (batch b, head h).
+/// The query row of a forward thread's local row x (fwd_regs): warp w's rows are
+/// [16 fwd_mtiles w, 16 fwd_mtiles (w + 1)) of the block's, lane 4 g + t holds rows g and g + 8 of each m-tile.
+TIEBREAK_FORCEINLINE TIEBREAK_HDC int fwd_row(int q0, int w, int g, int x) noexcept {
+  return q0 + 16 * fwd_mtiles * w + 16 * (x >> 1) + g + 8 * (x & 1);
+}
+
+/// One block of the forward pass: query rows [qt·fwd_rows, qt·fwd_rows + fwd_rows) of (batch b, head h).
 /// `block_counters` (probed only): this block's merged counters are written there.
 template <class Be, int D, out_mode Mode, score_scaling Sc, class Probe, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_args& a, const flash_consts& c,
                                                           int b, int h, int qt, probe::head_counters* block_counters) {
   using R = fwd_regs<D, Probe>;
-  constexpr int KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK, BC = fwd_keys;
+  constexpr int KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK, MT = R::MT, XR = R::XR, BC = fwd_keys;
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
@@ -576,33 +591,24 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 
   std::uint16_t* ks = be.smem();                  // [2][BC][D]
   std::uint16_t* vs = ks + 2 * BC * D;            // [2][BC][D]
+  std::uint16_t* qs = vs + 2 * BC * D;            // [fwd_rows][D]
   const std::uint16_t* kg = a.t.k + sh.k_offset(b, kvh, 0);
   const std::uint16_t* vg = a.t.v + sh.v_offset(b, kvh, 0);
 
   R regs[Be::slots];
 
-  // Q fragments straight from global memory (rows past seq_q read as zero), row state.
+  // Row state (the Q tile comes through shared memory with the first K/V tile, below).
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
-    const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int lane = tid & 31, w = tid >> 5, g = lane >> 2;
     TIEBREAK_UNROLL
-    for (int kc = 0; kc < KC; ++kc) {
+    for (int mt = 0; mt < MT; ++mt)
       TIEBREAK_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const int row = q0 + 16 * w + g + 8 * (i & 1), col = 16 * kc + 2 * t + 8 * (i >> 1);
-        if (row < seq_q) {
-          r.q[kc][i] = be.load_pair(a.t.q + sh.q_offset(b, h, row) + col);  // col even: one 4-byte load
-        } else {
-          r.q[kc][i] = 0;
-        }
-      }
-    }
+      for (int i = 0; i < DN; ++i)
+        TIEBREAK_UNROLL
+        for (int j = 0; j < 4; ++j) r.o[mt][i][j] = 0.0f;
     TIEBREAK_UNROLL
-    for (int i = 0; i < DN; ++i)
-      TIEBREAK_UNROLL
-      for (int j = 0; j < 4; ++j) r.o[i][j] = 0.0f;
-    TIEBREAK_UNROLL
-    for (int x = 0; x < 2; ++x) {
+    for (int x = 0; x < XR; ++x) {
       r.m[x] = -f32::inf;
       r.off[x] = 0.0f;
       r.l[x] = 0.0f;
@@ -610,7 +616,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       r.near[x] = 0;
       r.dslot[x] = -1;
       if constexpr (Probe::enabled) {
-        const int row = q0 + 16 * w + g + 8 * x;
+        const int row = fwd_row(q0, w, g, x);
         if (row < seq_q) {
           const std::uint64_t qr = sh.q_row(b, h, row);
           for (std::uint32_t i = 0; i < a.dump.count; ++i)
@@ -622,12 +628,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 
   // Tiles [0, nomask_tiles) need no mask: their keys all lie below seq_k and, causal, below the
   // first row's visible prefix (which grows with the row).
-  const int full_keys = causal && static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(q0))) < seq_k
-                            ? static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(q0)))
-                            : seq_k;
+  const int first_keys = causal ? static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(q0))) : seq_k;
+  const int full_keys = first_keys < seq_k ? first_keys : seq_k;
   const int nomask_tiles = full_keys / BC;
 
   if (tiles > 0) {
+    // Q's rows past seq_q read as zero (their rows are never stored).
+    be.template load_tile<fwd_rows, D>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
     be.template load_tile<BC, D>(ks, kg, seq_k < BC ? seq_k : BC);
     be.template load_tile<BC, D>(vs, vg, seq_k < BC ? seq_k : BC);
     be.commit();
@@ -647,16 +654,25 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     const std::uint16_t* kt_s = ks + buf * BC * D;
     const std::uint16_t* vt_s = vs + buf * BC * D;
 
-    // S = Q Kᵀ: per element, the chain of mma over the 16-wide chunks of the head dim, in order.
+    // S = Q Kᵀ: per element, the chain of mma over the 16-wide chunks of the head dim, in order. Each
+    // K fragment read from shared memory serves the warp's MT m-tiles.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; ++nb)
+      for (int mt = 0; mt < MT; ++mt)
         TIEBREAK_UNROLL
-        for (int j = 0; j < 4; ++j) r.s[nb][j] = 0.0f;
+        for (int nb = 0; nb < NB; ++nb)
+          TIEBREAK_UNROLL
+          for (int j = 0; j < 4; ++j) r.s[mt][nb][j] = 0.0f;
     });
     TIEBREAK_UNROLL
     for (int kc = 0; kc < KC; ++kc) {
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt)
+          be.template load_a<D>(r.qa[mt], qs, 16 * MT * (tid >> 5) + 16 * mt, 16 * kc, tid & 31);
+      });
       TIEBREAK_UNROLL
       for (int nb = 0; nb < NB; nb += 2)  // all fragments of the chunk first: the loads overlap
         be.for_threads([&](int tid) {
@@ -665,10 +681,12 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         });
       TIEBREAK_UNROLL
       for (int nb = 0; nb < NB; ++nb) {
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.q[kc], r.kb[nb], r.s[nb]};
-        });
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt)
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.qa[mt], r.kb[nb], r.s[mt][nb]};
+          });
       }
     }
 
@@ -678,30 +696,30 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
       TIEBREAK_UNROLL
-      for (int x = 0; x < 2; ++x) {
+      for (int x = 0; x < XR; ++x) {
         if (need_mask) {  // the tiles at the end of the keys or across the causal diagonal only
-          const int row = q0 + 16 * w + g + 8 * x;
+          const int row = fwd_row(q0, w, g, x);
           const int vis = (row < seq_q ? static_cast<int>(a.prob.visible_keys(row)) : seq_k) - k0 - 2 * t;
           TIEBREAK_UNROLL
           for (int nb = 0; nb < NB; ++nb)
             TIEBREAK_UNROLL
             for (int e = 0; e < 2; ++e)
-              if (8 * nb + e >= vis) r.s[nb][2 * x + e] = -f32::inf;
+              if (8 * nb + e >= vis) r.sc(x, nb, e) = -f32::inf;
         }
         float mx = -f32::inf, mi = f32::inf;
         TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb)
           TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
-            mx = f32::max(mx, r.s[nb][2 * x + e]);
-            if constexpr (E == exp2_policy::software) mi = f32::min_nan(mi, r.s[nb][2 * x + e]);
+            mx = f32::max(mx, r.sc(x, nb, e));
+            if constexpr (E == exp2_policy::software) mi = f32::min_nan(mi, r.sc(x, nb, e));
           }
         r.tmax[x] = mx;
         r.tmin[x] = mi;
       }
     });
-    be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[0]; });
-    be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[1]; });
+    TIEBREAK_UNROLL
+    for (int x = 0; x < XR; ++x) be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[x]; });
 
     // Repeats of the new running maximum in this tile (exact and near), then the quad's totals:
     // only where something reads them (the debias offset, the probe).
@@ -710,7 +728,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       TIEBREAK_UNROLL
-      for (int x = 0; x < 2; ++x) {
+      for (int x = 0; x < XR; ++x) {
         const float mn = f32::max(r.m[x], r.tmax[x]);
         const float lo = f32::sub_rn(mn, c.near_raw);
         std::uint32_t ce = 0, cn = 0;
@@ -724,21 +742,23 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           std::uint32_t me = 0, mnear = 0;
           TIEBREAK_UNROLL
           for (int i = 0; i < 2 * NB; ++i) {
-            const float sv = r.s[i >> 1][2 * x + (i & 1)];
+            const float sv = r.sc(x, i >> 1, i & 1);
             me |= (sv == mn ? 1u : 0u) << i;
             if constexpr (Probe::enabled) mnear |= (sv >= lo ? 1u : 0u) << i;
           }
           ce = static_cast<std::uint32_t>(popcount32(me));
           if constexpr (Probe::enabled) cn = static_cast<std::uint32_t>(popcount32(mnear));
         }
-        if (x == 0) r.tcount = 0;
-        r.tcount |= ce << (8 * x) | cn << (16 + 8 * x);
+        if ((x & 1) == 0) r.tcount[x >> 1] = 0;
+        r.tcount[x >> 1] |= ce << (8 * (x & 1)) | cn << (16 + 8 * (x & 1));
       }
     });
-    // The quad's totals, the four counts in one word (a quad's count is at most 4 · 2 NB = 64 < 2^8:
-    // no byte carries into the next), so one butterfly instead of four.
+    // The quad's totals, the four counts of an m-tile in one word (a quad's count is at most
+    // 4 · 2 NB = 64 < 2^8: no byte carries into the next), so one butterfly instead of four.
     static_assert(4 * 2 * NB < 256, "a quad's count per byte");
-    be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tcount; });
+    TIEBREAK_UNROLL
+    for (int mt = 0; mt < MT; ++mt)
+      be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].tcount[mt]; });
     }
 
     // Online softmax: new maximum and offset, rescale factor, P-bar, row sums, P in bf16.
@@ -746,11 +766,12 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
       TIEBREAK_UNROLL
-      for (int x = 0; x < 2; ++x) {
+      for (int x = 0; x < XR; ++x) {
         const float mo = r.m[x];
         const float mn = f32::max(mo, r.tmax[x]);
         if constexpr (counting) {
-          const std::uint32_t tc = (r.tcount >> (8 * x)) & 0xffu, tn = (r.tcount >> (16 + 8 * x)) & 0xffu;
+          const std::uint32_t tw = r.tcount[x >> 1];
+          const std::uint32_t tc = (tw >> (8 * (x & 1))) & 0xffu, tn = (tw >> (16 + 8 * (x & 1))) & 0xffu;
           if (mn > mo || mo == -f32::inf) {
             r.cnt[x] = tc;
             r.near[x] = tn;
@@ -764,7 +785,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         r.m[x] = mn;
         r.off[x] = on;
         float l = f32::mul_rn(r.l[x], alpha);
-        const int row = q0 + 16 * w + g + 8 * x;
+        const int row = fwd_row(q0, w, g, x);
         // Probe, on dumped rows only (a branch per row, found once before the tiles): the raw
         // scores kept before P-bar overwrites them, then written with the offset in force and P-bar
         // by one rolled loop (below), through per-thread memory indexed at run time.
@@ -772,7 +793,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         if constexpr (Probe::enabled) {
           if (r.dslot[x] >= 0) {
             TIEBREAK_UNROLL
-            for (int i = 0; i < 2 * NB; ++i) raw[i] = r.s[i >> 1][2 * x + (i & 1)];
+            for (int i = 0; i < 2 * NB; ++i) raw[i] = r.sc(x, i >> 1, i & 1);
           }
         }
         // P-bar = exp2_sw(x). Where every x of the thread's scores of this row lies in [-126, 128) and
@@ -786,7 +807,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           for (int nb = 0; nb < NB; ++nb) {
             TIEBREAK_UNROLL
             for (int e = 0; e < 2; ++e) {
-              float& sv = r.s[nb][2 * x + e];
+              float& sv = r.sc(x, nb, e);
               const float xv = score_x<Sc>(sv, on, c);
               sv = decltype(in_range)::value ? exp2_p_in_range<E, Be>(xv) : exp2_p<E, Be>(xv);
               l = f32::add_rn(l, sv);
@@ -801,7 +822,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           if (r.dslot[x] >= 0) {
             float pbar[2 * NB];
             TIEBREAK_UNROLL
-            for (int i = 0; i < 2 * NB; ++i) pbar[i] = r.s[i >> 1][2 * x + (i & 1)];
+            for (int i = 0; i < 2 * NB; ++i) pbar[i] = r.sc(x, i >> 1, i & 1);
             const std::size_t at = static_cast<std::size_t>(r.dslot[x]) * sh.seq_k;
             TIEBREAK_ROLLED
             for (int i = 0; i < 2 * NB; ++i) {
@@ -822,7 +843,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
             for (int nb = 0; nb < NB; ++nb)
               TIEBREAK_UNROLL
               for (int e = 0; e < 2; ++e)
-                if (r.s[nb][2 * x + e] == 1.0f)
+                if (r.sc(x, nb, e) == 1.0f)
                   r.pr.on_p_one(probe::p_one_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
                                                     static_cast<std::uint32_t>(row)},
                                                    static_cast<std::uint32_t>(k0 + 8 * nb + 2 * t + e)});
@@ -831,15 +852,17 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         if (alpha != 1.0f) {  // o ⊗ 1 == o: skipped (a branch, not 32 multiplications, once the maximum settles)
           TIEBREAK_UNROLL
           for (int dn = 0; dn < DN; ++dn) {
-            r.o[dn][2 * x] = f32::mul_rn(r.o[dn][2 * x], alpha);
-            r.o[dn][2 * x + 1] = f32::mul_rn(r.o[dn][2 * x + 1], alpha);
+            r.oc(x, dn, 0) = f32::mul_rn(r.oc(x, dn, 0), alpha);
+            r.oc(x, dn, 1) = f32::mul_rn(r.oc(x, dn, 1), alpha);
           }
         }
       }
-      c_to_a_bf16<Be, NB>(r.p, r.s);
+      TIEBREAK_UNROLL
+      for (int mt = 0; mt < MT; ++mt) c_to_a_bf16<Be, NB>(r.p[mt], r.s[mt]);
     });
 
-    // O += P V: per element, the chain over the 16-key chunks of the tile, in order.
+    // O += P V: per element, the chain over the 16-key chunks of the tile, in order. Each V fragment
+    // read from shared memory serves the warp's MT m-tiles.
     TIEBREAK_UNROLL
     for (int pk = 0; pk < PK; ++pk) {
       TIEBREAK_UNROLL
@@ -850,20 +873,22 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         });
       TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
-        be.mma([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          return mma_frags{r.p[pk], r.vb[dn], r.o[dn]};
-        });
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt)
+          be.mma([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            return mma_frags{r.p[mt][pk], r.vb[dn], r.o[mt][dn]};
+          });
       }
     }
     be.sync();  // every warp is done with this buffer before the next iteration refills it
   }
 
   // The row sums of the quad (thread partials, then xor 1, xor 2), normalisation, output.
-  be.quad_sum([&](int tid) -> float& { return regs[be.slot(tid)].l[0]; });
-  be.quad_sum([&](int tid) -> float& { return regs[be.slot(tid)].l[1]; });
   TIEBREAK_UNROLL
-  for (int x = 0; x < 2; ++x) {
+  for (int x = 0; x < XR; ++x) be.quad_sum([&](int tid) -> float& { return regs[be.slot(tid)].l[x]; });
+  TIEBREAK_UNROLL
+  for (int x = 0; x < XR; ++x) {
     // stochastic: the random words of the row's output. Element (row, col) is rounded with word col & 3
     // of the Philox block of counter (col >> 2, row, h, b); a thread's columns 8 dn + 2 t, + 1 take half
     // of block 2 dn + (t >> 1), whose other half belongs to its neighbour t ^ 1. So each of the pair
@@ -873,7 +898,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       be.for_threads([&](int tid) {
         R& r = regs[be.slot(tid)];
         const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3, odd = t & 1;
-        const auto row = static_cast<std::uint32_t>(q0 + 16 * w + g + 8 * x);
+        const auto row = static_cast<std::uint32_t>(fwd_row(q0, w, g, x));
         TIEBREAK_UNROLL
         for (int j = 0; j < DN / 2; ++j) {
           const philox_block rb = philox{a.opt.seed}(static_cast<std::uint32_t>(4 * j + 2 * odd + (t >> 1)), row,
@@ -892,7 +917,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-      const int row = q0 + 16 * w + g + 8 * x;
+      const int row = fwd_row(q0, w, g, x);
       if (row >= seq_q) return;
       const float l = r.l[x];
       const bool empty = l == 0.0f || f32::is_nan(l);
@@ -908,7 +933,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         [[maybe_unused]] const std::uint32_t rw0 = own ? r.rw[dn >> 1][0] : r.rx[dn >> 1][0];
         [[maybe_unused]] const std::uint32_t rw1 = own ? r.rw[dn >> 1][1] : r.rx[dn >> 1][1];
         TIEBREAK_UNROLL
-        for (int e = 0; e < 2; ++e) of[e] = f32::mul_rn(r.o[dn][2 * x + e], inv);
+        for (int e = 0; e < 2; ++e) of[e] = f32::mul_rn(r.oc(x, dn, e), inv);
         if constexpr (Mode == out_mode::bf16 || Mode == out_mode::debias) {
           // round to nearest-even, both at once (cvt.rn.bf16x2.f32 on the device: one instruction)
           const std::uint32_t pk = Be::pack_bf16x2_rne(of[0], of[1]);

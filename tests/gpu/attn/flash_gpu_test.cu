@@ -223,7 +223,7 @@ TEST(FlashGpu, ForwardBitIdenticalToTwin) {
 }
 
 // The launchers sum the probe's block counters per head on the device, staging 128 blocks at a time:
-// 129 query tiles of one head (8 256 rows) take two chunks, the second of one block. Short keys keep
+// 129 query tiles of one head (129 fwd_rows rows) take two chunks, the second of one block. Short keys keep
 // the twin's share small; planted rows give repeated maxima and P-bar == 1 events to count.
 TEST(FlashGpu, ProbeCountersOfMoreThan128BlocksPerHead) {
   TIEBREAK_REQUIRE_GPU();
