@@ -27,7 +27,8 @@ __global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks)
 template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::exp2_policy E>
 void launch(const attn::flash_args& a, cudaStream_t stream) {
   const auto& s = a.prob.shape;
-  const int n_qt = static_cast<int>((s.seq_q + attn::fwd_rows - 1) / attn::fwd_rows);
+  constexpr int rows = attn::fwd_rows<Probe::enabled>;
+  const int n_qt = static_cast<int>((s.seq_q + rows - 1) / rows);
   const std::size_t bh = s.batch * s.heads;
   constexpr std::size_t smem = attn::fwd_smem_bytes<D, Probe::enabled>;
   auto* kernel = flash_forward_kernel<D, M, Sc, Probe, E>;

@@ -163,7 +163,7 @@ struct flash_tensors {
 /// masked), `pbar` (P-bar as the kernel computed it) and `offset` (the offset o in force for that
 /// key's tile, scaled log2 domain). Device pointers for the kernels. Written only by the probed
 /// instantiation (flash_args::counters not null); keys past the last key tile of the row's block
-/// (fwd_rows rows: under a causal mask, the tiles its last row sees) are left as they were.
+/// (fwd_rows<true> rows: under a causal mask, the tiles its last row sees) are left as they were.
 struct row_dump {
   const std::uint64_t* rows = nullptr;
   std::uint32_t count = 0;
@@ -256,14 +256,18 @@ inline constexpr float log2e_f32 = 0x1.715476p+0f;  ///< log2 e rounded to f32
 
 // --- tiling and fragments ------------------------------------------------------------------------------
 
-/// Forward tiles: 4 warps, fwd_mtiles m-tiles of 16 query rows per warp (32 rows), 64 keys per
-/// tile. Each K and V fragment a warp reads from shared memory feeds fwd_mtiles tensor-core
-/// instructions (FlashAttention-2's 128 x 64 block of 4 warps): half the shared-memory reads per
-/// FLOP of one m-tile per warp (docs/attention-bench.md, "Two m-tiles per warp").
+/// Forward tiles: 4 warps, fwd_mtiles m-tiles of 16 query rows per warp, 64 keys per tile. Without
+/// the probe, two m-tiles per warp (32 rows, FlashAttention-2's 128 x 64 block of 4 warps): each K
+/// and V fragment a warp reads from shared memory feeds two tensor-core instructions, half the
+/// shared-memory reads per FLOP of one m-tile per warp (docs/attention-bench.md, "Two m-tiles per
+/// warp"). With the probe, one m-tile per warp (64-row blocks): its counting and its epilogue per
+/// row cost more registers and spills than the second m-tile saves (measured on the H100).
 inline constexpr int fwd_warps = 4;
-inline constexpr int fwd_mtiles = 2;
+template <bool Probed>
+inline constexpr int fwd_mtiles = Probed ? 1 : 2;
 inline constexpr int fwd_threads = 32 * fwd_warps;
-inline constexpr int fwd_rows = 16 * fwd_mtiles * fwd_warps;
+template <bool Probed>
+inline constexpr int fwd_rows = 16 * fwd_mtiles<Probed> * fwd_warps;
 inline constexpr int fwd_keys = 64;
 
 /// Blocks of the forward kernel resident per SM, its `__launch_bounds__` minimum: 2 blocks of
@@ -273,13 +277,13 @@ inline constexpr int fwd_min_blocks = 2;
 
 /// Shared memory of the forward kernel: K and V tiles, double-buffered, and the block's Q tile. The
 /// probe's per-thread head_counters (merged after the tile loop) reuse the tiles' space, so that a
-/// probed block needs no more than an empty-probe one (2 blocks per SM at D = 128: 2 x 96 KB of the
-/// H200's 228 KB).
+/// probed block needs no more than the tiles when they are larger (D = 128: 96 KB unprobed, 80 KB
+/// probed; 2 blocks per SM of the H200's 228 KB).
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_smem_bytes =
-    Probed && sizeof(probe::head_counters) * fwd_threads > (std::size_t{4} * fwd_keys + fwd_rows) * D * 2
+    Probed && sizeof(probe::head_counters) * fwd_threads > (std::size_t{4} * fwd_keys + fwd_rows<Probed>) * D * 2
         ? sizeof(probe::head_counters) * fwd_threads  // the counters' tree, when larger than the tiles
-        : (std::size_t{4} * fwd_keys + fwd_rows) * D * 2;
+        : (std::size_t{4} * fwd_keys + fwd_rows<Probed>) * D * 2;
 
 /// Offset of element (r, c) in a swizzled R x C bf16 tile (C = 64 or 128): the 16-byte chunk
 /// c / 8 of row r is stored at chunk (c / 8) xor (r mod 8), so that the 8 rows an 8-lane group of a
@@ -537,12 +541,12 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD bool x_in_range(float lo, float hi, float olo, 
   return score_x<Sc>(lo, ohi, c) >= -126.0f && score_x<Sc>(hi, olo, c) < 128.0f;
 }
 
-/// Registers of one forward thread: its 2 fwd_mtiles rows (g and g + 8 of each of its warp's 16-row
+/// Registers of one forward thread: its 2 MT rows (g and g + 8 of each of its warp's 16-row
 /// m-tiles) of the S / P tile and of the O accumulator, the row state, and its probe. Local row x
-/// (0 .. 2 fwd_mtiles − 1) is row g + 8 (x & 1) of m-tile x >> 1: fwd_row(x).
+/// (0 .. 2 MT − 1) is row g + 8 (x & 1) of m-tile x >> 1: fwd_row<MT>(x). MT = fwd_mtiles<probed>.
 template <int D, class Probe>
 struct fwd_regs {
-  static constexpr int MT = fwd_mtiles, XR = 2 * fwd_mtiles;
+  static constexpr int MT = fwd_mtiles<Probe::enabled>, XR = 2 * MT;
   static constexpr int KC = D / 16, NB = fwd_keys / 8, DN = D / 8, PK = fwd_keys / 16;
   std::uint32_t qa[MT][4];  ///< A fragments of Q, one head-dim chunk (from the shared Q tile)
   float s[MT][NB][4];
@@ -568,12 +572,14 @@ struct fwd_regs {
 };
 
 /// The query row of a forward thread's local row x (fwd_regs): warp w's rows are
-/// [16 fwd_mtiles w, 16 fwd_mtiles (w + 1)) of the block's, lane 4 g + t holds rows g and g + 8 of each m-tile.
+/// [16 MT w, 16 MT (w + 1)) of the block's, lane 4 g + t holds rows g and g + 8 of each m-tile.
+template <int MT>
 TIEBREAK_FORCEINLINE TIEBREAK_HDC int fwd_row(int q0, int w, int g, int x) noexcept {
-  return q0 + 16 * fwd_mtiles * w + 16 * (x >> 1) + g + 8 * (x & 1);
+  return q0 + 16 * MT * w + 16 * (x >> 1) + g + 8 * (x & 1);
 }
 
-/// One block of the forward pass: query rows [qt·fwd_rows, qt·fwd_rows + fwd_rows) of (batch b, head h).
+/// One block of the forward pass: query rows [qt·ROWS, qt·ROWS + ROWS) of (batch b, head h), ROWS =
+/// fwd_rows<Probe::enabled>.
 /// `block_counters` (probed only): this block's merged counters are written there.
 template <class Be, int D, out_mode Mode, score_scaling Sc, class Probe, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_args& a, const flash_consts& c,
@@ -583,15 +589,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
-  const int q0 = qt * fwd_rows;
-  const int last_row = (q0 + fwd_rows < seq_q ? q0 + fwd_rows : seq_q) - 1;
+  constexpr int ROWS = fwd_rows<Probe::enabled>;
+  const int q0 = qt * ROWS;
+  const int last_row = (q0 + ROWS < seq_q ? q0 + ROWS : seq_q) - 1;
   const int keys = static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(last_row)));
   const int tiles = (keys + BC - 1) / BC;
   const bool causal = a.prob.causal();
 
   std::uint16_t* ks = be.smem();                  // [2][BC][D]
   std::uint16_t* vs = ks + 2 * BC * D;            // [2][BC][D]
-  std::uint16_t* qs = vs + 2 * BC * D;            // [fwd_rows][D]
+  std::uint16_t* qs = vs + 2 * BC * D;            // [ROWS][D]
   const std::uint16_t* kg = a.t.k + sh.k_offset(b, kvh, 0);
   const std::uint16_t* vg = a.t.v + sh.v_offset(b, kvh, 0);
 
@@ -616,7 +623,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       r.near[x] = 0;
       r.dslot[x] = -1;
       if constexpr (Probe::enabled) {
-        const int row = fwd_row(q0, w, g, x);
+        const int row = fwd_row<MT>(q0, w, g, x);
         if (row < seq_q) {
           const std::uint64_t qr = sh.q_row(b, h, row);
           for (std::uint32_t i = 0; i < a.dump.count; ++i)
@@ -634,7 +641,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 
   if (tiles > 0) {
     // Q's rows past seq_q read as zero (their rows are never stored).
-    be.template load_tile<fwd_rows, D>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
+    be.template load_tile<ROWS, D>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
     be.template load_tile<BC, D>(ks, kg, seq_k < BC ? seq_k : BC);
     be.template load_tile<BC, D>(vs, vg, seq_k < BC ? seq_k : BC);
     be.commit();
@@ -698,7 +705,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       TIEBREAK_UNROLL
       for (int x = 0; x < XR; ++x) {
         if (need_mask) {  // the tiles at the end of the keys or across the causal diagonal only
-          const int row = fwd_row(q0, w, g, x);
+          const int row = fwd_row<MT>(q0, w, g, x);
           const int vis = (row < seq_q ? static_cast<int>(a.prob.visible_keys(row)) : seq_k) - k0 - 2 * t;
           TIEBREAK_UNROLL
           for (int nb = 0; nb < NB; ++nb)
@@ -785,7 +792,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         r.m[x] = mn;
         r.off[x] = on;
         float l = f32::mul_rn(r.l[x], alpha);
-        const int row = fwd_row(q0, w, g, x);
+        const int row = fwd_row<MT>(q0, w, g, x);
         // Probe, on dumped rows only (a branch per row, found once before the tiles): the raw
         // scores kept before P-bar overwrites them, then written with the offset in force and P-bar
         // by one rolled loop (below), through per-thread memory indexed at run time.
@@ -898,7 +905,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       be.for_threads([&](int tid) {
         R& r = regs[be.slot(tid)];
         const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3, odd = t & 1;
-        const auto row = static_cast<std::uint32_t>(fwd_row(q0, w, g, x));
+        const auto row = static_cast<std::uint32_t>(fwd_row<MT>(q0, w, g, x));
         TIEBREAK_UNROLL
         for (int j = 0; j < DN / 2; ++j) {
           const philox_block rb = philox{a.opt.seed}(static_cast<std::uint32_t>(4 * j + 2 * odd + (t >> 1)), row,
@@ -917,7 +924,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-      const int row = fwd_row(q0, w, g, x);
+      const int row = fwd_row<MT>(q0, w, g, x);
       if (row >= seq_q) return;
       const float l = r.l[x];
       const bool empty = l == 0.0f || f32::is_nan(l);

@@ -181,8 +181,7 @@ std::vector<std::pair<std::string, std::uint64_t>> compute_digests(bool smoke) {
   return out;
 }
 
-// Pinned from the twin of commit 25851f0 (and of every kernel restructure since that kept its bits);
-// re-pinned for the forward of 128 rows per block (fwd-m2): 48 probed causal cases, row dumps only.
+// Pinned from the twin of commit 25851f0 (and of every kernel restructure since that kept its bits).
 const std::pair<const char*, std::uint64_t> pinned[] = {
 #include "flash_twin_digests.inc"
 };
