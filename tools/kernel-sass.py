@@ -72,7 +72,14 @@ def compile_kernel(tree, args, nvcc, work):
     if args.min_blocks is not None:
         mb = ", %d" % args.min_blocks
     else:
-        mb = ", attn::fwd_min_blocks" if args.kernel == "fwd" else ""
+        with open(os.path.join(tree, "include", "tiebreak", "attn", "flash.hpp")) as f:
+            per_probe = re.search(r"template <bool Probed>\s*inline constexpr int fwd_min_blocks", f.read())
+        if args.kernel != "fwd":
+            mb = ""
+        elif per_probe:  # trees whose bound depends on the probe
+            mb = ", attn::fwd_min_blocks<%s>" % ("true" if args.probe else "false")
+        else:
+            mb = ", attn::fwd_min_blocks"
     probe = "attn::thread_counting_probe" if args.probe else "probe::no_probe"
     body = BODIES[args.kernel] % dict(dim=args.dim, mode=args.mode, scaling=args.scaling, exp=args.exp, probe=probe)
     src = os.path.join(work, "k.cu")

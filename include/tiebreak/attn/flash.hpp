@@ -260,8 +260,9 @@ inline constexpr float log2e_f32 = 0x1.715476p+0f;  ///< log2 e rounded to f32
 /// the probe, two m-tiles per warp (32 rows, FlashAttention-2's 128 x 64 block of 4 warps): each K
 /// and V fragment a warp reads from shared memory feeds two tensor-core instructions, half the
 /// shared-memory reads per FLOP of one m-tile per warp (docs/attention-bench.md, "Two m-tiles per
-/// warp"). With the probe, one m-tile per warp (64-row blocks): its counting and its epilogue per
-/// row cost more registers and spills than the second m-tile saves (measured on the H100).
+/// warp"), Q staged in shared memory. With the probe, one m-tile per warp (64-row blocks) and Q's
+/// fragments in registers (no Q tile: 3 blocks per SM): its counting and its epilogue per row cost
+/// more registers and spills than a second m-tile saves (measured on the H100).
 inline constexpr int fwd_warps = 4;
 template <bool Probed>
 inline constexpr int fwd_mtiles = Probed ? 1 : 2;
@@ -270,20 +271,29 @@ template <bool Probed>
 inline constexpr int fwd_rows = 16 * fwd_mtiles<Probed> * fwd_warps;
 inline constexpr int fwd_keys = 64;
 
-/// Blocks of the forward kernel resident per SM, its `__launch_bounds__` minimum: 2 blocks of
-/// fwd_threads leave each thread 255 registers (H100/H200: 64 K registers per SM): the O
-/// accumulator of two m-tiles alone takes D registers.
-inline constexpr int fwd_min_blocks = 2;
+/// Blocks of the forward kernel resident per SM, its `__launch_bounds__` minimum (H100/H200: 64 K
+/// registers per SM): without the probe 2 blocks of fwd_threads, 255 registers a thread (the O
+/// accumulator of two m-tiles alone takes D registers); with it 3 blocks, 168 registers (one m-tile,
+/// as the kernel was before two m-tiles; docs/attention-bench.md, "Three blocks per SM").
+template <bool Probed>
+inline constexpr int fwd_min_blocks = Probed ? 3 : 2;
+/// Whether the forward block stages Q in shared memory (two m-tiles per warp) or keeps all of its
+/// warp's Q fragments in registers (one m-tile).
+template <bool Probed>
+inline constexpr bool fwd_q_staged = fwd_mtiles<Probed> > 1;
 
-/// Shared memory of the forward kernel: K and V tiles, double-buffered, and the block's Q tile. The
-/// probe's per-thread head_counters (merged after the tile loop) reuse the tiles' space, so that a
-/// probed block needs no more than the tiles when they are larger (D = 128: 96 KB unprobed, 80 KB
-/// probed; 2 blocks per SM of the H200's 228 KB).
+/// Shared memory of the forward kernel: K and V tiles, double-buffered, and the block's Q tile when
+/// staged. The probe's per-thread head_counters (merged after the tile loop) reuse the tiles' space,
+/// so that a probed block needs no more than its tiles when they are larger (D = 128: 96 KB unprobed,
+/// 2 blocks per SM; 64 KB probed, 3 blocks, of the H200's 228 KB).
+template <int D, bool Probed>
+inline constexpr std::size_t fwd_tiles_bytes =
+    (std::size_t{4} * fwd_keys + (fwd_q_staged<Probed> ? fwd_rows<Probed> : 0)) * D * 2;
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_smem_bytes =
-    Probed && sizeof(probe::head_counters) * fwd_threads > (std::size_t{4} * fwd_keys + fwd_rows<Probed>) * D * 2
+    Probed && sizeof(probe::head_counters) * fwd_threads > fwd_tiles_bytes<D, Probed>
         ? sizeof(probe::head_counters) * fwd_threads  // the counters' tree, when larger than the tiles
-        : (std::size_t{4} * fwd_keys + fwd_rows<Probed>) * D * 2;
+        : fwd_tiles_bytes<D, Probed>;
 
 /// Offset of element (r, c) in a swizzled R x C bf16 tile (C = 64 or 128): the 16-byte chunk
 /// c / 8 of row r is stored at chunk (c / 8) xor (r mod 8), so that the 8 rows an 8-lane group of a
@@ -547,8 +557,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD bool x_in_range(float lo, float hi, float olo, 
 template <int D, class Probe>
 struct fwd_regs {
   static constexpr int MT = fwd_mtiles<Probe::enabled>, XR = 2 * MT;
+  static constexpr bool QS = fwd_q_staged<Probe::enabled>;
   static constexpr int KC = D / 16, NB = fwd_keys / 8, DN = D / 8, PK = fwd_keys / 16;
-  std::uint32_t qa[MT][4];  ///< A fragments of Q, one head-dim chunk (from the shared Q tile)
+  std::uint32_t qa[QS ? MT : D / 16][4];  ///< A fragments of Q: one head-dim chunk per m-tile (QS, from the
+                                         ///< shared Q tile), or every chunk of the one m-tile
   float s[MT][NB][4];
   float o[MT][DN][4];
   std::uint32_t p[MT][PK][4];
@@ -598,16 +610,28 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 
   std::uint16_t* ks = be.smem();                  // [2][BC][D]
   std::uint16_t* vs = ks + 2 * BC * D;            // [2][BC][D]
-  std::uint16_t* qs = vs + 2 * BC * D;            // [ROWS][D]
+  std::uint16_t* qs = vs + 2 * BC * D;            // [ROWS][D] when R::QS
   const std::uint16_t* kg = a.t.k + sh.k_offset(b, kvh, 0);
   const std::uint16_t* vg = a.t.v + sh.v_offset(b, kvh, 0);
 
   R regs[Be::slots];
 
-  // Row state (the Q tile comes through shared memory with the first K/V tile, below).
+  // Row state, and Q's fragments when they stay in registers (otherwise the Q tile comes through
+  // shared memory with the first K/V tile, below).
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     const int lane = tid & 31, w = tid >> 5, g = lane >> 2;
+    if constexpr (!R::QS) {
+      const int t = lane & 3;
+      TIEBREAK_UNROLL
+      for (int kc = 0; kc < KC; ++kc) {
+        TIEBREAK_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const int row = q0 + 16 * w + g + 8 * (i & 1), col = 16 * kc + 2 * t + 8 * (i >> 1);
+          r.qa[kc][i] = row < seq_q ? be.load_pair(a.t.q + sh.q_offset(b, h, row) + col) : 0u;  // col even: one 4-byte load
+        }
+      }
+    }
     TIEBREAK_UNROLL
     for (int mt = 0; mt < MT; ++mt)
       TIEBREAK_UNROLL
@@ -641,7 +665,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 
   if (tiles > 0) {
     // Q's rows past seq_q read as zero (their rows are never stored).
-    be.template load_tile<ROWS, D>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
+    if constexpr (R::QS) be.template load_tile<ROWS, D>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
     be.template load_tile<BC, D>(ks, kg, seq_k < BC ? seq_k : BC);
     be.template load_tile<BC, D>(vs, vg, seq_k < BC ? seq_k : BC);
     be.commit();
@@ -674,12 +698,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     });
     TIEBREAK_UNROLL
     for (int kc = 0; kc < KC; ++kc) {
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
-          be.template load_a<D>(r.qa[mt], qs, 16 * MT * (tid >> 5) + 16 * mt, 16 * kc, tid & 31);
-      });
+      if constexpr (R::QS)
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          TIEBREAK_UNROLL
+          for (int mt = 0; mt < MT; ++mt)
+            be.template load_a<D>(r.qa[mt], qs, 16 * MT * (tid >> 5) + 16 * mt, 16 * kc, tid & 31);
+        });
       TIEBREAK_UNROLL
       for (int nb = 0; nb < NB; nb += 2)  // all fragments of the chunk first: the loads overlap
         be.for_threads([&](int tid) {
@@ -692,7 +717,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         for (int mt = 0; mt < MT; ++mt)
           be.mma([&](int tid) {
             R& r = regs[be.slot(tid)];
-            return mma_frags{r.qa[mt], r.kb[nb], r.s[mt][nb]};
+            return mma_frags{r.qa[R::QS ? mt : kc], r.kb[nb], r.s[mt][nb]};
           });
       }
     }
