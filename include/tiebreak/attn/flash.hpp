@@ -259,8 +259,8 @@ inline constexpr float log2e_f32 = 0x1.715476p+0f;  ///< log2 e rounded to f32
 /// Forward tiles: 4 warps, fwd_mtiles m-tiles of 16 query rows per warp, 64 keys per tile. Without
 /// the probe, two m-tiles per warp (32 rows, FlashAttention-2's 128 x 64 block of 4 warps): each K
 /// and V fragment a warp reads from shared memory feeds two tensor-core instructions, half the
-/// shared-memory reads per FLOP of one m-tile per warp (docs/attention-bench.md, "Two m-tiles per
-/// warp"), Q staged in shared memory. With the probe, one m-tile per warp (64-row blocks) and Q's
+/// shared-memory reads per FLOP of one m-tile per warp, and Q is staged in shared memory
+/// (docs/attention-bench.md, "Two m-tiles per warp"). With the probe, one m-tile per warp (64-row blocks) and Q's
 /// fragments in registers (no Q tile: 3 blocks per SM): its counting and its epilogue per row cost
 /// more registers and spills than a second m-tile saves (measured on the H100).
 inline constexpr int fwd_warps = 4;
@@ -283,9 +283,9 @@ template <bool Probed>
 inline constexpr bool fwd_q_staged = fwd_mtiles<Probed> > 1;
 
 /// Shared memory of the forward kernel: K and V tiles, double-buffered, and the block's Q tile when
-/// staged. The probe's per-thread head_counters (merged after the tile loop) reuse the tiles' space,
-/// so that a probed block needs no more than its tiles when they are larger (D = 128: 96 KB unprobed,
-/// 2 blocks per SM; 64 KB probed, 3 blocks, of the H200's 228 KB).
+/// staged. The probe's per-thread head_counters (merged after the tile loop) reuse the tiles' space:
+/// a probed block needs the larger of the two (D = 128: 96 KB unprobed, 2 blocks per SM; 64 KB
+/// probed, 3 blocks, of the H200's 228 KB).
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_tiles_bytes =
     (std::size_t{4} * fwd_keys + (fwd_q_staged<Probed> ? fwd_rows<Probed> : 0)) * D * 2;
