@@ -26,7 +26,8 @@ __global__ void __launch_bounds__(attn::bwd_threads)
                                           Probe::enabled ? partial + static_cast<std::size_t>(bh) * per_head + blk : nullptr);
 }
 
-/// dK and dV (KV: a block per 64 keys of a key/value head) or dQ (a block per 64 query rows of a head).
+/// dK and dV (KV: a block per bwd_rows keys of a key/value head) or dQ (a block per dq_rows query
+/// rows of a head).
 template <int D, attn::score_scaling Sc, attn::exp2_policy E, bool KV>
 __global__ void __launch_bounds__(attn::bwd_threads) flash_gradient_kernel(attn::flash_args a, attn::flash_consts c) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -55,17 +56,17 @@ template <int D, attn::score_scaling Sc, attn::exp2_policy E>
 void gradients(const attn::flash_args& a, cudaStream_t st) {
   const auto& s = a.prob.shape;
   const attn::flash_consts c = attn::make_consts(a);
-  constexpr std::size_t smem = attn::bwd_smem_bytes<D>;
-  // dK/dV first (a block per 64 keys of each key/value head), then dQ (per 64 query rows of each head).
-  auto run = [&](auto* kernel, std::size_t rows, std::size_t heads, const char* what) {
+  // dK/dV first (a block per bwd_rows keys of each key/value head), then dQ (per dq_rows query rows
+  // of each head).
+  auto run = [&](auto* kernel, std::size_t rows, std::size_t heads, int block_rows, std::size_t smem, const char* what) {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
           "cudaFuncSetAttribute");
-    const auto n = static_cast<unsigned>((rows + attn::bwd_rows - 1) / attn::bwd_rows);
+    const auto n = static_cast<unsigned>((rows + block_rows - 1) / block_rows);
     kernel<<<dim3(n, static_cast<unsigned>(s.batch * heads)), attn::bwd_threads, smem, st>>>(a, c);
     check(cudaGetLastError(), what);
   };
-  run(flash_gradient_kernel<D, Sc, E, true>, s.seq_k, s.kv_heads, "launch dK/dV");
-  run(flash_gradient_kernel<D, Sc, E, false>, s.seq_q, s.heads, "launch dQ");
+  run(flash_gradient_kernel<D, Sc, E, true>, s.seq_k, s.kv_heads, attn::bwd_rows, attn::bwd_smem_bytes<D>, "launch dK/dV");
+  run(flash_gradient_kernel<D, Sc, E, false>, s.seq_q, s.heads, attn::dq_rows, attn::dq_smem_bytes<D>, "launch dQ");
   check(cudaStreamSynchronize(st), "gradient kernels");
 }
 

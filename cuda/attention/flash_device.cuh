@@ -181,11 +181,6 @@ struct device_backend {
     v = f32::add_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
   }
   template <class F>
-  __device__ __forceinline__ void pair_swap(F&& f) {
-    std::uint32_t& v = f(static_cast<int>(threadIdx.x));
-    v = __shfl_xor_sync(0xffffffffu, v, 1);
-  }
-  template <class F>
   __device__ __forceinline__ void quad_count(F&& f) {
     std::uint32_t& v = f(static_cast<int>(threadIdx.x));
     v += __shfl_xor_sync(0xffffffffu, v, 1);

@@ -17,7 +17,6 @@
 ///                         thread's fragments {a[4], b[2], c[4]}; c = A B + C per the PTX layout
 ///   be.quad_max/quad_sum/quad_count(f)   butterfly over the 4 lanes of a quad (xor 1, then xor 2):
 ///                         v = op(v, v^1); v = op(v, v^2); f(tid) gives the thread's value
-///   be.pair_swap(f)       v = v of lane ^ 1 (a 32-bit word; shfl.xor 1), f(tid) gives the thread's value
 ///   be.load_tile<R, C>(dst, src, valid_rows)   R x C bf16 rows from global into the swizzled shared
 ///                         tile (rows >= valid_rows are zero); async on the device, then
 ///   be.load_floats<N>(dst, src, valid)         N floats from global into shared memory (elements
@@ -575,8 +574,6 @@ struct fwd_regs {
   std::uint32_t near[XR];  ///< scores within the tolerance of it (quad total)
   std::uint32_t tcount[MT];  ///< this tile's repeats of m-tile mt, a byte each: exact row 0, row 1, near row 0, row 1
   int dslot[XR];           ///< probe: the row's place in flash_args::dump.rows, or -1
-  std::uint32_t rw[DN / 2][2];  ///< stochastic, epilogue: the thread's random words of dn = 2 j + (t & 1)
-  std::uint32_t rx[DN / 2][2];  ///< and those of dn = 2 j + 1 − (t & 1), from its neighbour t ^ 1
   Probe pr;
   /// Score e (0, 1) of key block nb in local row x; the O accumulator likewise.
   TIEBREAK_FORCEINLINE TIEBREAK_HD float& sc(int x, int nb, int e) noexcept { return s[x >> 1][nb][2 * (x & 1) + e]; }
@@ -921,31 +918,6 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
   for (int x = 0; x < XR; ++x) be.quad_sum([&](int tid) -> float& { return regs[be.slot(tid)].l[x]; });
   TIEBREAK_UNROLL
   for (int x = 0; x < XR; ++x) {
-    // stochastic: the random words of the row's output. Element (row, col) is rounded with word col & 3
-    // of the Philox block of counter (col >> 2, row, h, b); a thread's columns 8 dn + 2 t, + 1 take half
-    // of block 2 dn + (t >> 1), whose other half belongs to its neighbour t ^ 1. So each of the pair
-    // computes one block of every two (the even thread for dn = 2 j, the odd one for 2 j + 1), keeps
-    // its own half (rw) and swaps the other (rx) with its neighbour: half the Philox work, same words.
-    if constexpr (Mode == out_mode::stochastic) {
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3, odd = t & 1;
-        const auto row = static_cast<std::uint32_t>(fwd_row<MT>(q0, w, g, x));
-        TIEBREAK_UNROLL
-        for (int j = 0; j < DN / 2; ++j) {
-          const philox_block rb = philox{a.opt.seed}(static_cast<std::uint32_t>(4 * j + 2 * odd + (t >> 1)), row,
-                                                     static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
-          r.rw[j][0] = odd ? rb.w[2] : rb.w[0];
-          r.rw[j][1] = odd ? rb.w[3] : rb.w[1];
-          r.rx[j][0] = odd ? rb.w[0] : rb.w[2];
-          r.rx[j][1] = odd ? rb.w[1] : rb.w[3];
-        }
-      });
-      TIEBREAK_UNROLL
-      for (int j = 0; j < DN / 2; ++j)
-        TIEBREAK_UNROLL
-        for (int i = 0; i < 2; ++i) be.pair_swap([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].rx[j][i]; });
-    }
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -955,15 +927,24 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       const bool empty = l == 0.0f || f32::is_nan(l);
       const float inv = empty ? 1.0f : f32::div_rn(1.0f, l);
       const std::size_t orow = sh.o_offset(b, h, row);
+      // stochastic: 16 random bits per element (all that f32 -> bf16 stochastic rounding uses: the
+      // 16 bits it drops are added to them), half col & 1 (0: the high half) of word (col >> 3) & 3
+      // of the Philox block of counter (4 (col >> 5) + ((col >> 1) & 3), row, h, b). A thread's
+      // columns 8 dn + 2 t + e are block 4 (dn >> 2) + t, word dn & 3, half e: the thread's own
+      // four blocks per row, computed as its loop over dn reaches them (dn & 3 == 0).
+      [[maybe_unused]] philox_block rb{};
       TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
         const int col0 = 8 * dn + 2 * t;  // even: the pair (col0, col0 + 1) is stored as one word
         float of[2];
         std::uint16_t ob[2] = {0, 0};
-        // stochastic: the words of columns col0, col0 + 1 (above), the thread's own half or its neighbour's
-        const bool own = (dn & 1) == (t & 1);
-        [[maybe_unused]] const std::uint32_t rw0 = own ? r.rw[dn >> 1][0] : r.rx[dn >> 1][0];
-        [[maybe_unused]] const std::uint32_t rw1 = own ? r.rw[dn >> 1][1] : r.rx[dn >> 1][1];
+        if constexpr (Mode == out_mode::stochastic) {
+          if ((dn & 3) == 0)
+            rb = philox{a.opt.seed}(static_cast<std::uint32_t>(dn + t), static_cast<std::uint32_t>(row),
+                                    static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
+        }
+        [[maybe_unused]] const std::uint32_t rw0 = rb.w[dn & 3];        // column col0: the high half
+        [[maybe_unused]] const std::uint32_t rw1 = rb.w[dn & 3] << 16;  // column col0 + 1: the low half
         TIEBREAK_UNROLL
         for (int e = 0; e < 2; ++e) of[e] = f32::mul_rn(r.oc(x, dn, e), inv);
         if constexpr (Mode == out_mode::bf16 || Mode == out_mode::debias) {
@@ -1031,7 +1012,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 //      stored it), and the probe's delta error against the same sum over the f32 O;
 //   2. flash_dkdv_block:   64 keys of one key/value head: over the heads of its group and the query
 //      tiles in order, Sᵀ = K Qᵀ, Pᵀ, dPᵀ = V dOᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − delta), dV += Pᵀ dO, dK += dSᵀ Q;
-//   3. flash_dq_block:     64 query rows: over the key tiles in order, S, P, dP = dO Vᵀ, dS, dQ += dS K.
+//   3. flash_dq_block:     128 query rows (dq_rows): over the key tiles of 32 (dq_keys) in order, S, P,
+//      dP = dO Vᵀ, dS, dQ += dS K.
 // P = exp2(x) with x from the raw score and lse2 = LSE ⊗ log2 e (score_x; a row with LSE = −Inf has
 // P = 0). Sᵀ and S (and dPᵀ and dP) are bit-identical: each element is the same chain of fused
 // tensor-core steps over the same exact products. dQ, dK, dV: f32 accumulators ⊗ scale, then bf16
@@ -1039,25 +1021,36 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 
 inline constexpr int bwd_warps = 4;
 inline constexpr int bwd_threads = 32 * bwd_warps;
-inline constexpr int bwd_rows = 16 * bwd_warps;  ///< query rows per dQ block, keys per dK/dV block
-inline constexpr int bwd_tile = 64;              ///< the other side's tile
-static_assert(bwd_rows == 64 && bwd_tile == 64, "tile_all_visible assumes 64 x 64 tiles");
+inline constexpr int bwd_rows = 16 * bwd_warps;  ///< keys per dK/dV block
+inline constexpr int bwd_tile = 64;              ///< the dK/dV block's query tile
 
-/// Shared memory of the dK/dV and dQ kernels: six bf16 tiles of 64 x D (the block's own two, and the
-/// two it streams, double-buffered) and four rows of 64 floats (dK/dV: lse2 and delta, double-buffered).
+/// Shared memory of the dK/dV kernel: six bf16 tiles of 64 x D (the block's K and V, and the Q and dO
+/// tiles it streams, double-buffered) and four rows of 64 floats (lse2 and delta, double-buffered).
 /// D = 128: 99 328 bytes, two blocks per SM (the registers allow no more).
 template <int D>
 inline constexpr std::size_t bwd_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4;
+
+/// The dQ kernel's block: dq_rows query rows, two 16-row m-tiles per warp (every B fragment of K and
+/// V it loads feeds both), keys streamed dq_keys at a time (the registers: a thread holds 2 x D / 2
+/// dQ accumulators and 2 x 2 x dq_keys / 2 of S and dP).
+inline constexpr int dq_mtiles = 2;
+inline constexpr int dq_rows = 16 * dq_mtiles * bwd_warps;
+inline constexpr int dq_keys = 32;
+/// Shared memory of the dQ kernel: the block's Q and dO (dq_rows x D each), the K and V tiles it
+/// streams (dq_keys x D, double-buffered) and its rows' lse2 and delta (dq_rows floats each).
+/// D = 128: 99 328 bytes, two blocks per SM.
+template <int D>
+inline constexpr std::size_t dq_smem_bytes = (std::size_t{2} * dq_rows + 4 * dq_keys) * D * 2 + 2 * dq_rows * 4;
 /// Shared memory of the delta kernel (probed): one head_counters per thread.
 inline constexpr std::size_t delta_smem_bytes = sizeof(probe::head_counters) * bwd_threads;
 
-/// Whether every (row, key) of the 64 x 64 tile rows [q0, q0 + 64) x keys [k0, k0 + 64) is visible
+/// Whether every (row, key) of the tile rows [q0, q0 + rows) x keys [k0, k0 + keys) is visible
 /// (inside both sequences and, causal, on or below the diagonal: visible_keys grows with the row), so
 /// that the per-element visibility test can be skipped.
-TIEBREAK_FORCEINLINE TIEBREAK_HD bool tile_all_visible(const problem& p, int q0, int k0) noexcept {
+TIEBREAK_FORCEINLINE TIEBREAK_HD bool tile_all_visible(const problem& p, int q0, int rows, int k0, int keys) noexcept {
   const shape& sh = p.shape;
-  if (static_cast<std::size_t>(q0) + 64 > sh.seq_q || static_cast<std::size_t>(k0) + 64 > sh.seq_k) return false;
-  return !p.causal() || p.visible_keys(static_cast<std::size_t>(q0)) >= static_cast<std::size_t>(k0) + 64;
+  if (static_cast<std::size_t>(q0) + rows > sh.seq_q || static_cast<std::size_t>(k0) + keys > sh.seq_k) return false;
+  return !p.causal() || p.visible_keys(static_cast<std::size_t>(q0)) >= static_cast<std::size_t>(k0) + keys;
 }
 
 /// lse2 of a row: LSE ⊗ log2 e; +Inf for a row that sees no key (LSE = −Inf), so that every P is 0.
@@ -1110,17 +1103,17 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_delta_block(Be& be, const flash_args
                                       block_counters);
 }
 
-/// Loads rows [row0, row0 + 64) of a bhsd tensor's (b, head) slice into a swizzled tile (rows past
+/// Loads rows [row0, row0 + N) of a bhsd tensor's (b, head) slice into a swizzled tile (rows past
 /// `rows` read as zero).
-template <class Be, int D>
+template <class Be, int D, int N = 64>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void load_rows(Be& be, std::uint16_t* tile, const std::uint16_t* src, int row0, int rows) {
-  const int valid = rows - row0 < 64 ? rows - row0 : 64;
-  be.template load_tile<64, D>(tile, src + static_cast<std::size_t>(row0) * D, valid);
+  const int valid = rows - row0 < N ? rows - row0 : N;
+  be.template load_tile<N, D>(tile, src + static_cast<std::size_t>(row0) * D, valid);
 }
 
-/// Registers of one thread of a gradient kernel, per tile: the fragments, the two 64 x 64 products
-/// (S and dP in the dQ kernel, Sᵀ and dPᵀ in the dK/dV kernel; the thread's 16 rows of them) and the
-/// bf16 A fragments of P or dS (or their transposes) for the next product.
+/// Registers of one thread of the dK/dV kernel, per tile: the fragments, the two 64 x 64 products
+/// Sᵀ and dPᵀ (the thread's 16 rows of them) and the bf16 A fragments of Pᵀ or dSᵀ for the next
+/// product.
 template <int D>
 struct bwd_tile_regs {
   static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
@@ -1135,10 +1128,19 @@ struct dkdv_regs : bwd_tile_regs<D> {
   float dv[D / 8][4];
   float dk[D / 8][4];
 };
+/// Registers of one dQ thread: its 2 MT rows (local row x: fwd_row<MT>, as in the forward) of S / P
+/// and dP / dS for a tile of dq_keys keys, the B fragments of one head-dim chunk of that tile's K or
+/// V (every key block), and the dQ accumulators.
 template <int D>
-struct dq_regs : bwd_tile_regs<D> {
-  float dq[D / 8][4];
-  float lse2[2], delta[2];
+struct dq_regs {
+  static constexpr int MT = dq_mtiles, XR = 2 * MT, KC = D / 16, NB = dq_keys / 8, DN = D / 8, PK = dq_keys / 16;
+  std::uint32_t fa[4];       ///< A fragment of Q or dO: one head-dim chunk of one m-tile
+  std::uint32_t fb[NB][2];   ///< B fragments of K (S) or V (dP): one head-dim chunk, every key block
+  std::uint32_t bb[2][2];    ///< B fragments of K for dQ += dS K: one key chunk, two head-dim blocks
+  float s[MT][NB][4];        ///< S, then P
+  float dp[MT][NB][4];       ///< dP, then dS
+  std::uint32_t pa[MT][PK][4];  ///< dS as the bf16 A fragments of dS K
+  float dq[MT][DN][4];
 };
 
 /// s = A1 B1ᵀ and dp = A2 B2ᵀ (64 x 64, f32): A1, A2 the 64 x D tiles whose rows 16 w.. the warp
@@ -1203,27 +1205,28 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_accumulate(Be& be, R* regs, const std:
   }
 }
 
-/// Stores a gradient: the thread's accumulators acc(r) (rows row0 + 16 w + g + 8 (i >> 1), columns
-/// 8 dn + 2 t + (i & 1)), times the scale when Scaled (f32, nearest-even), rounded to bf16
-/// (nearest-even), to dst[offset(row) + column] for rows < rows; the two columns of a pair in one
-/// store (be.store2: offset(row) is a multiple of D, so the index is even).
-template <bool Scaled, class Be, int D, class R, class Acc, class Off>
+/// Stores a gradient: the thread's accumulators acc(r, mt) of its MT m-tiles (rows
+/// fwd_row<MT>(row0, w, g, 2 mt + x), columns 8 dn + 2 t + (i & 1), x = i >> 1), times the scale when
+/// Scaled (f32, nearest-even), rounded to bf16 (nearest-even), to dst[offset(row) + column] for rows
+/// < rows; the two columns of a pair in one store (be.store2: offset(row) is a multiple of D, so the
+/// index is even).
+template <bool Scaled, int MT, class Be, int D, class R, class Acc, class Off>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std::uint16_t* dst, Off&& offset, int row0, int rows,
                                                 const flash_consts& c) {
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
     TIEBREAK_UNROLL
-    for (int x = 0; x < 2; ++x) {
-      const int row = row0 + 16 * w + g + 8 * x;
+    for (int xr = 0; xr < 2 * MT; ++xr) {
+      const int row = fwd_row<MT>(row0, w, g, xr), mt = xr >> 1, x = xr & 1;
       if (row >= rows) continue;
       std::uint16_t* out = dst + offset(row) + 2 * t;
       TIEBREAK_UNROLL
-      for (int dn = 0; dn < R::DN; ++dn) {
+      for (int dn = 0; dn < D / 8; ++dn) {
         std::uint16_t v[2];
         TIEBREAK_UNROLL
         for (int e = 0; e < 2; ++e) {
-          const float f = acc(r)[dn][2 * x + e];
+          const float f = acc(r, mt)[dn][2 * x + e];
           v[e] = f32_bits_to_bf16_rne(f32_to_bits(Scaled ? f32::mul_rn(f, c.scale) : f));
         }
         be.store2(out + 8 * dn, v[0], v[1]);
@@ -1293,7 +1296,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       load_step(nh, nqt, buf ^ 1);
       be.commit();
     }
-    const bool all_vis = tile_all_visible(a.prob, q0, k0);
+    const bool all_vis = tile_all_visible(a.prob, q0, bwd_tile, k0, bwd_rows);
     const int sel = buf * T;  // the buffers as constant offsets from the base (fewer address registers)
     const std::uint16_t* qb = be.smem() + (QS + sel);
     const std::uint16_t* dob = be.smem() + (DOS + sel);
@@ -1360,58 +1363,65 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     qt = nh < h_end ? nqt : n_qt;
   }
   be.template wait<0>();  // nothing left in flight when no query tile saw these keys
-  bwd_store<false, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dv; }, a.t.dv,
-                          [&](int key) { return sh.v_offset(b, kvh, key); }, k0, seq_k, c);
-  bwd_store<true, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dk; }, a.t.dk,
-                         [&](int key) { return sh.k_offset(b, kvh, key); }, k0, seq_k, c);
+  bwd_store<false, 1, Be, D>(be, regs, [](R& r, int) -> float(&)[DN][4] { return r.dv; }, a.t.dv,
+                             [&](int key) { return sh.v_offset(b, kvh, key); }, k0, seq_k, c);
+  bwd_store<true, 1, Be, D>(be, regs, [](R& r, int) -> float(&)[DN][4] { return r.dk; }, a.t.dk,
+                            [&](int key) { return sh.k_offset(b, kvh, key); }, k0, seq_k, c);
 }
 
-/// dQ of query rows [qt·64, qt·64 + 64) of (b, h). Q and dO stay in shared memory; key tile kt's K
-/// and V sit in buffer kt & 1, and tile kt + 1's are copied while kt computes.
+/// dQ of query rows [qt·dq_rows, qt·dq_rows + dq_rows) of (b, h). Q and dO stay in shared memory;
+/// key tile kt (dq_keys keys) has its K and V in buffer kt & 1, and tile kt + 1's are copied while kt
+/// computes. Per element the same chains as with any other tiling: S and dP over the head-dim chunks in
+/// order, dQ over the keys' 16-wide chunks in order (the key tiles in order, their chunks in order).
 template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a, const flash_consts& c, int b, int h, int qt) {
   using R = dq_regs<D>;
-  constexpr int NB = R::NB, DN = R::DN, T = 64 * D;
+  constexpr int MT = R::MT, XR = R::XR, KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK;
+  constexpr int QT = dq_rows * D, KT = dq_keys * D;  // elements of the block's tiles and of a streamed one
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
-  const int q0 = qt * bwd_rows;
-  const int last_row = (q0 + bwd_rows < seq_q ? q0 + bwd_rows : seq_q) - 1;
+  const int q0 = qt * dq_rows;
+  const int last_row = (q0 + dq_rows < seq_q ? q0 + dq_rows : seq_q) - 1;
   const int keys = static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(last_row)));
-  const int tiles = (keys + bwd_tile - 1) / bwd_tile;
-  constexpr int KS = 2 * T, VS = 4 * T;  // the streamed tiles' offsets in be.smem(), [2][64][D] each
+  const int tiles = (keys + dq_keys - 1) / dq_keys;
+  constexpr int KS = 2 * QT, VS = 2 * QT + 2 * KT;  // the streamed tiles' offsets in be.smem(), [2][dq_keys][D] each
   std::uint16_t* qs = be.smem();
-  std::uint16_t* dos = qs + T;
+  std::uint16_t* dos = qs + QT;
   std::uint16_t* ks = be.smem() + KS;
   std::uint16_t* vs = be.smem() + VS;
+  float* lse2s = reinterpret_cast<float*>(be.smem() + VS + 2 * KT);  // [dq_rows]: the block's rows
+  float* deltas = lse2s + dq_rows;                                   // [dq_rows]
   R regs[Be::slots];
   // The K and V tiles of key tile kt into buffer buf (cp.async).
   auto load_step = [&](int kt, int buf) {
-    load_rows<Be, D>(be, ks + buf * T, a.t.k + sh.k_offset(b, kvh, 0), kt * bwd_tile, seq_k);
-    load_rows<Be, D>(be, vs + buf * T, a.t.v + sh.v_offset(b, kvh, 0), kt * bwd_tile, seq_k);
+    load_rows<Be, D, dq_keys>(be, ks + buf * KT, a.t.k + sh.k_offset(b, kvh, 0), kt * dq_keys, seq_k);
+    load_rows<Be, D, dq_keys>(be, vs + buf * KT, a.t.v + sh.v_offset(b, kvh, 0), kt * dq_keys, seq_k);
   };
 
-  load_rows<Be, D>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
-  load_rows<Be, D>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  load_rows<Be, D, dq_rows>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
+  load_rows<Be, D, dq_rows>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  static_assert(dq_rows == bwd_threads, "load_floats: one row per thread");
+  be.template load_floats<dq_rows>(lse2s, a.t.lse + sh.q_row(b, h, q0), seq_q - q0);
+  be.template load_floats<dq_rows>(deltas, a.t.delta + sh.q_row(b, h, q0), seq_q - q0);
   if (tiles > 0) load_step(0, 0);
-  be.commit();  // Q, dO and the first key tile
+  be.commit();  // Q, dO, the rows' LSE and delta, and the first key tile
+  // A thread's own copies are visible to it after the wait: thread tid turns row tid's LSE into lse2
+  // in place (+Inf past seq_q: P = 0); the loop's first barrier makes them visible to all.
+  be.template wait<0>();
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
-    const int lane = tid & 31, w = tid >> 5, g = lane >> 2;
+    lse2s[tid] = q0 + tid < seq_q ? lse_log2(lse2s[tid]) : f32::inf;
     TIEBREAK_UNROLL
-    for (int i = 0; i < DN; ++i)
+    for (int mt = 0; mt < MT; ++mt)
       TIEBREAK_UNROLL
-      for (int j = 0; j < 4; ++j) r.dq[i][j] = 0.0f;
-    TIEBREAK_UNROLL
-    for (int x = 0; x < 2; ++x) {
-      const int row = q0 + 16 * w + g + 8 * x;
-      r.lse2[x] = row < seq_q ? lse_log2(a.t.lse[sh.q_row(b, h, row)]) : f32::inf;
-      r.delta[x] = row < seq_q ? a.t.delta[sh.q_row(b, h, row)] : 0.0f;
-    }
+      for (int i = 0; i < DN; ++i)
+        TIEBREAK_UNROLL
+        for (int j = 0; j < 4; ++j) r.dq[mt][i][j] = 0.0f;
   });
   for (int kt = 0; kt < tiles; ++kt) {
-    const int k0 = kt * bwd_tile, buf = kt & 1;
-    const bool all_vis = tile_all_visible(a.prob, q0, k0);
+    const int k0 = kt * dq_keys, buf = kt & 1;
+    const bool all_vis = tile_all_visible(a.prob, q0, dq_rows, k0, dq_keys);
     // As in flash_dkdv_block: this tile's copies are the only ones in flight; after the barrier they
     // are visible and every thread is done with tile kt − 1, whose buffer is refilled at once.
     be.template wait<0>();
@@ -1420,18 +1430,55 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
       load_step(kt + 1, buf ^ 1);
       be.commit();
     }
-    const int sel = buf * T;  // the buffers as constant offsets from the base (fewer address registers)
+    const int sel = buf * KT;  // the buffers as constant offsets from the base (fewer address registers)
     const std::uint16_t* kb = be.smem() + (KS + sel);
     const std::uint16_t* vb = be.smem() + (VS + sel);
-    // S = Q Kᵀ and dP = dO Vᵀ.
-    bwd_products<Be, D>(be, regs, qs, kb, dos, vb);
+    // S = Q Kᵀ, then dP = dO Vᵀ: per head-dim chunk the B fragments of every key block once, for both
+    // m-tiles.
+    auto product = [&](const std::uint16_t* at, const std::uint16_t* bt, auto acc) {
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt)
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int j = 0; j < 4; ++j) acc(r)[mt][nb][j] = 0.0f;
+      });
+      TIEBREAK_UNROLL
+      for (int kc = 0; kc < KC; ++kc) {
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; nb += 2)
+          be.for_threads([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            be.template load_b2_nmajor<D>(r.fb[nb], r.fb[nb + 1], bt, 8 * nb, 16 * kc, tid & 31);
+          });
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt) {
+          be.for_threads([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            be.template load_a<D>(r.fa, at, 16 * (MT * (tid >> 5) + mt), 16 * kc, tid & 31);
+          });
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            be.mma([&](int tid) {
+              R& r = regs[be.slot(tid)];
+              return mma_frags{r.fa, r.fb[nb], acc(r)[mt][nb]};
+            });
+        }
+      }
+    };
+    product(qs, kb, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
+    product(dos, vb, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
     // P and dS. A row of a tile that every row sees, whose x all lie in [-126, 128) (x_in_range over
     // the thread's scores of the row: most rows), takes exp2_sw_in_range: the same bits.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
       TIEBREAK_UNROLL
-      for (int x = 0; x < 2; ++x) {
+      for (int xr = 0; xr < XR; ++xr) {
+        const int mt = xr >> 1, x = xr & 1, lr = fwd_row<MT>(0, w, g, xr);
+        const float lse2 = lse2s[lr], delta = deltas[lr];
         bool in_range = all_vis;
         if constexpr (E == exp2_policy::software) {  // the SFU takes every x: all_vis decides alone
           float lo = f32::inf, hi = -f32::inf;
@@ -1439,10 +1486,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
           for (int nb = 0; nb < NB; ++nb)
             TIEBREAK_UNROLL
             for (int e = 0; e < 2; ++e) {
-              lo = f32::min_nan(lo, r.s[nb][2 * x + e]);
-              hi = f32::max(hi, r.s[nb][2 * x + e]);
+              lo = f32::min_nan(lo, r.s[mt][nb][2 * x + e]);
+              hi = f32::max(hi, r.s[mt][nb][2 * x + e]);
             }
-          in_range = in_range && x_in_range<Sc>(lo, hi, r.lse2[x], r.lse2[x], c);
+          in_range = in_range && x_in_range<Sc>(lo, hi, lse2, lse2, c);
         }
         if (in_range) {
           TIEBREAK_UNROLL
@@ -1450,30 +1497,49 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
             TIEBREAK_UNROLL
             for (int e = 0; e < 2; ++e) {
               const int i = 2 * x + e;
-              const float p = exp2_p_in_range<E, Be>(score_x<Sc>(r.s[nb][i], r.lse2[x], c));
-              r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
+              const float p = exp2_p_in_range<E, Be>(score_x<Sc>(r.s[mt][nb][i], lse2, c));
+              r.dp[mt][nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[mt][nb][i], delta));
             }
         } else {
+          const int row = q0 + lr;
           TIEBREAK_UNROLL
           for (int nb = 0; nb < NB; ++nb)
             TIEBREAK_UNROLL
             for (int e = 0; e < 2; ++e) {
-              const int i = 2 * x + e, row = q0 + 16 * w + g + 8 * x, key = k0 + 8 * nb + 2 * t + e;
+              const int i = 2 * x + e, key = k0 + 8 * nb + 2 * t + e;
               const bool vis = all_vis || (key < seq_k && row < seq_q &&
                                            a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
-              const float p = recompute_p<Sc, E, Be>(r.s[nb][i], r.lse2[x], vis, c);
-              r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], r.delta[x]));
+              const float p = recompute_p<Sc, E, Be>(r.s[mt][nb][i], lse2, vis, c);
+              r.dp[mt][nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[mt][nb][i], delta));
             }
         }
       }
-      c_to_a_bf16<Be, NB>(r.pa, r.dp);
+      TIEBREAK_UNROLL
+      for (int mt = 0; mt < MT; ++mt) c_to_a_bf16<Be, NB>(r.pa[mt], r.dp[mt]);
     });
-    // dQ += dS K.
-    bwd_accumulate<Be, D>(be, regs, kb, [](R& r) -> float(&)[DN][4] { return r.dq; });
+    // dQ += dS K: per 16-key chunk and pair of head-dim blocks one ldmatrix.x4.trans, for both m-tiles.
+    TIEBREAK_UNROLL
+    for (int pk = 0; pk < PK; ++pk) {
+      TIEBREAK_UNROLL
+      for (int dn = 0; dn < DN; dn += 2) {
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_b2_kmajor<D>(r.bb[0], r.bb[1], kb, 16 * pk, 8 * dn, tid & 31);
+        });
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt)
+          TIEBREAK_UNROLL
+          for (int j = 0; j < 2; ++j)
+            be.mma([&](int tid) {
+              R& r = regs[be.slot(tid)];
+              return mma_frags{r.pa[mt][pk], r.bb[j], r.dq[mt][dn + j]};
+            });
+      }
+    }
   }
   be.template wait<0>();  // nothing left in flight when the rows see no key
-  bwd_store<true, Be, D>(be, regs, [](R& r) -> float(&)[DN][4] { return r.dq; }, a.t.dq,
-                         [&](int row) { return sh.q_offset(b, h, row); }, q0, seq_q, c);
+  bwd_store<true, MT, Be, D>(be, regs, [](R& r, int mt) -> float(&)[DN][4] { return r.dq[mt]; }, a.t.dq,
+                             [&](int row) { return sh.q_offset(b, h, row); }, q0, seq_q, c);
 }
 
 // --- which instantiation a call runs ---------------------------------------------------------------

@@ -142,11 +142,6 @@ struct twin_backend {
   void quad_sum(F&& f) {
     quad<float>(f, [](float a, float b) { return f32::add_rn(a, b); });
   }
-  /// Each word with that of lane ^ 1, as shfl.xor 1 does.
-  template <class F>
-  void pair_swap(F&& f) {
-    for (int tid = 0; tid < T; tid += 2) std::swap(f(tid), f(tid + 1));
-  }
   template <class F>
   void quad_count(F&& f) {
     quad<std::uint32_t>(f, [](std::uint32_t a, std::uint32_t b) { return a + b; });
@@ -233,9 +228,9 @@ void gradients(const attn::flash_args& a, unsigned threads) {
     attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, static_cast<int>(bk / s.kv_heads), static_cast<int>(bk % s.kv_heads),
                                         static_cast<int>(i % n_kb));
   });
-  const std::size_t n_qt = (s.seq_q + attn::bwd_rows - 1) / attn::bwd_rows;
+  const std::size_t n_qt = (s.seq_q + attn::dq_rows - 1) / attn::dq_rows;
   parallel_blocks(n_qt * s.batch * s.heads, threads, [&](std::size_t i) {
-    std::vector<std::uint16_t> smem(attn::bwd_smem_bytes<D> / 2 + 8);
+    std::vector<std::uint16_t> smem(attn::dq_smem_bytes<D> / 2 + 8);
     be_t be{smem.data()};
     const std::size_t bh = i / n_qt;
     attn::flash_dq_block<be_t, D, Sc, E>(be, a, c, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads),

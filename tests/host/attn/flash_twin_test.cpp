@@ -200,8 +200,8 @@ TEST(FlashTwin, ModesAgreeWhereTheyShouldAndRoundAsNamed) {
   EXPECT_GT(up, b.o.size() / 4);
   EXPECT_GT(differ, b.o.size() / 8);  // another seed, other bits
   // The documented stream (docs/attention.md, "stochastic"): element (b, h, row, col) is rounded with
-  // word col % 4 of philox{seed}(col / 4, row, h, b), whichever thread computed that block (the
-  // kernel's lane pairs each compute half of them and swap the other half).
+  // 16 random bits, half col % 2 (0: the high half) of word (col / 8) % 4 of
+  // philox{seed}(4 (col / 32) + (col / 2) % 4, row, h, b), whichever thread computed that block.
   const auto& sh = p.prob.shape;
   std::size_t checked = 0;
   for (std::size_t bb = 0; bb < sh.batch; ++bb)
@@ -209,9 +209,12 @@ TEST(FlashTwin, ModesAgreeWhereTheyShouldAndRoundAsNamed) {
       for (std::size_t i = 0; i < sh.seq_q; ++i)
         for (std::size_t col = 0; col < sh.dim_v; ++col) {
           const std::size_t x = sh.o_offset(bb, h, i) + col;
-          const philox_block w = philox{1}(static_cast<std::uint32_t>(col / 4), static_cast<std::uint32_t>(i),
-                                           static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(bb));
-          ASSERT_EQ(s1.o[x], f32_bits_to_bf16_sr(f32_to_bits(s1.o_f32[x]), w.w[col % 4]))
+          const philox_block w = philox{1}(static_cast<std::uint32_t>(4 * (col / 32) + (col / 2) % 4),
+                                           static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(h),
+                                           static_cast<std::uint32_t>(bb));
+          const std::uint32_t word = w.w[(col / 8) % 4];
+          const std::uint32_t bits16 = col % 2 == 0 ? word >> 16 : word & 0xffffu;
+          ASSERT_EQ(s1.o[x], f32_bits_to_bf16_sr(f32_to_bits(s1.o_f32[x]), bits16 << 16))
               << "b " << bb << " h " << h << " row " << i << " col " << col;
           ++checked;
         }
