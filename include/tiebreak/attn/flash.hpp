@@ -1189,17 +1189,25 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_products(Be& be, R* regs, const std::u
 }
 
 /// acc(r) += pa B with b(k, n) = tile[16 pk + k][8 dn + n] (the 64 x D tile's rows are the k index):
-/// per element the chain over the tile's 16-row chunks, in order.
+/// per element the chain over the tile's 16-row chunks, in order; the B fragments of two head-dim
+/// blocks at a time (ldmatrix.x4.trans).
 template <class Be, int D, class R, class Acc>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_accumulate(Be& be, R* regs, const std::uint16_t* tile, Acc&& acc) {
   TIEBREAK_UNROLL
   for (int pk = 0; pk < R::PK; ++pk) {
     TIEBREAK_UNROLL
-    for (int dn = 0; dn < R::DN; ++dn) {
-      be.for_threads([&](int tid) { be.template load_b_kmajor<D>(regs[be.slot(tid)].fb, tile, 16 * pk, 8 * dn, tid & 31); });
+    for (int dn = 0; dn < R::DN; dn += 2) {
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        be.template load_b2_kmajor<D>(r.fb, r.fb2, tile, 16 * pk, 8 * dn, tid & 31);
+      });
       be.mma([&](int tid) {
         R& r = regs[be.slot(tid)];
         return mma_frags{r.pa[pk], r.fb, acc(r)[dn]};
+      });
+      be.mma([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        return mma_frags{r.pa[pk], r.fb2, acc(r)[dn + 1]};
       });
     }
   }
