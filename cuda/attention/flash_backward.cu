@@ -33,7 +33,10 @@ __global__ void __launch_bounds__(attn::bwd_threads) flash_gradient_kernel(attn:
   extern __shared__ __align__(16) unsigned char smem_raw[];
   be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
   const int heads = static_cast<int>(KV ? a.prob.shape.kv_heads : a.prob.shape.heads);
-  const int bh = static_cast<int>(blockIdx.y), blk = static_cast<int>(blockIdx.x);
+  // Causal dQ: the query tiles of a head in reverse, heaviest first (as the forward). dK/dV's
+  // heaviest blocks, the first keys (every later query tile sees them), come first as they are.
+  const int bh = static_cast<int>(blockIdx.y), x = static_cast<int>(blockIdx.x);
+  const int blk = !KV && a.prob.causal() ? static_cast<int>(gridDim.x) - 1 - x : x;
   if constexpr (KV) attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
   else attn::flash_dq_block<be_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
 }

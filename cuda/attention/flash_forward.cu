@@ -18,7 +18,10 @@ __global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks<Probe:
     flash_forward_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   detail::device_backend<attn::fwd_threads> be{reinterpret_cast<std::uint16_t*>(smem_raw)};
-  const int qt = static_cast<int>(blockIdx.x), bh = static_cast<int>(blockIdx.y);
+  // Causal: the query tiles of a head in reverse, so that its heaviest blocks (the last rows see the
+  // most keys) start first and the light ones fill the tail of the grid.
+  const int x = static_cast<int>(blockIdx.x), bh = static_cast<int>(blockIdx.y);
+  const int qt = a.prob.causal() ? n_qt - 1 - x : x;
   const int heads = static_cast<int>(a.prob.shape.heads);
   attn::flash_forward_block<detail::device_backend<attn::fwd_threads>, D, M, Sc, Probe, E>(
       be, a, c, bh / heads, bh % heads, qt, Probe::enabled ? partial + static_cast<std::size_t>(bh) * n_qt + qt : nullptr);
