@@ -428,7 +428,9 @@ fi
 # forward kernels and of the probe's per-head sum, its duration on the GPU, registers, occupancy and
 # achieved warps, for the forward with the probe off and on (default: bf16, S = 1k and 16k, causal,
 # B·S = 16k, H = 16, D = 128, one warm-up and one timed call; TIEBREAK_NCU_ARGS replaces those
-# options; TIEBREAK_NCU_SOURCE=1 adds per-instruction counters, below). Set against the bench's wall time per call, it splits a probed call's extra cost into
+# options, TIEBREAK_NCU_KERNELS the kernels' regular expression, e.g. 'flash_delta|flash_gradient' for
+# the backward's; TIEBREAK_NCU_SOURCE=1 adds per-instruction counters, below, for the kernels of
+# TIEBREAK_NCU_SOURCE_KERNEL, default flash_forward). Set against the bench's wall time per call, it splits a probed call's extra cost into
 # the kernel's and the launcher's. ncu's CSV rows and the bench's JSON lines into $OUTDIR/attn-ncu.txt.
 if want attn-ncu; then
   N_TXT="$OUTDIR/attn-ncu.txt"; : >"$N_TXT"
@@ -440,7 +442,8 @@ if want attn-ncu; then
   elif [ "$b" -gt 30 ] && timeout "$b" cmake --build "$BUILD/full" -j "$JOBS" --target attention_bench >>"$LOG" 2>&1; then
     read -r -a n_args <<<"${TIEBREAK_NCU_ARGS:---seqs 1024,16384 --causal on --modes bf16 --probe both --passes fwd --warmup 1 --reps 1}"
     t0=$(date +%s)
-    timeout $(( $(left) - 10 )) "$ncu_bin" --csv --page raw -k 'regex:flash_forward|head_block_sum' \
+    n_kernels=${TIEBREAK_NCU_KERNELS:-flash_forward|head_block_sum}
+    timeout $(( $(left) - 10 )) "$ncu_bin" --csv --page raw -k "regex:$n_kernels" \
       --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size \
       "$ab_bin" "${n_args[@]}" >>"$N_TXT" 2>&1
     say "attn-ncu: exit $? in $(( $(date +%s) - t0 ))s; $N_TXT"
@@ -449,7 +452,7 @@ if want attn-ncu; then
       # with the warp-state and instruction-mix sections, for the first forward launch of each probe setting
       # (attn-ncu-source.txt: the summary of ncu's source page; attn-ncu-details.txt: the sections).
       t0=$(date +%s); rep="$OUTDIR/attn-ncu-src"
-      timeout $(( $(left) - 30 )) "$ncu_bin" -f -o "$rep" -k regex:flash_forward \
+      timeout $(( $(left) - 30 )) "$ncu_bin" -f -o "$rep" -k "regex:${TIEBREAK_NCU_SOURCE_KERNEL:-flash_forward}" \
         --section SourceCounters --section WarpStateStats --section InstructionStats --section SchedulerStats --section LaunchStats \
         --metrics smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,smsp__inst_executed.sum,smsp__thread_inst_executed_per_inst_executed.ratio \
         "$ab_bin" "${n_args[@]}" >>"$LOG" 2>&1
