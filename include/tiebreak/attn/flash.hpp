@@ -1025,10 +1025,11 @@ inline constexpr int bwd_rows = 16 * bwd_warps;  ///< keys per dK/dV block
 inline constexpr int bwd_tile = 64;              ///< the dK/dV block's query tile
 
 /// Shared memory of the dK/dV kernel: six bf16 tiles of 64 x D (the block's K and V, and the Q and dO
-/// tiles it streams, double-buffered) and four rows of 64 floats (lse2 and delta, double-buffered).
-/// D = 128: 99 328 bytes, two blocks per SM (the registers allow no more).
+/// tiles it streams, double-buffered), four rows of 64 floats (lse2 and delta, double-buffered) and
+/// the 64 x 64 bf16 tiles of Pᵀ and dSᵀ. D = 128: 115 712 bytes, exactly two blocks per SM on the
+/// H100 and H200 (2 x (115 712 + 1 024 reserved) = 233 472 = 228 KiB).
 template <int D>
-inline constexpr std::size_t bwd_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4;
+inline constexpr std::size_t bwd_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4 + 2 * 64 * 64 * 2;
 
 /// The dQ kernel's block: dq_rows query rows, two 16-row m-tiles per warp (every B fragment of K and
 /// V it loads feeds both), keys streamed dq_keys at a time (the registers: a thread holds 2 x D / 2
@@ -1111,126 +1112,49 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void load_rows(Be& be, std::uint16_t* tile, con
   be.template load_tile<N, D>(tile, src + static_cast<std::size_t>(row0) * D, valid);
 }
 
-/// Registers of one thread of the dK/dV kernel, per tile: the fragments, the two 64 x 64 products
-/// Sᵀ and dPᵀ (the thread's 16 rows of them) and the bf16 A fragments of Pᵀ or dSᵀ for the next
-/// product.
+/// The dK/dV block (bwd_rows keys, 4 warps) computes each 64 x 64 tile of Sᵀ and dPᵀ (keys x
+/// queries) in four 32 x 32 quarters, warp w the keys 32 (w >> 1).. and queries 32 (w & 1)..: two
+/// m-tiles by four key blocks, so that every A fragment of K or V feeds four mma and every B fragment
+/// of Q or dO two. Pᵀ and dSᵀ go through shared memory in bf16 (the same nearest-even rounding as a
+/// register A fragment), and warp w accumulates dV and dK of keys 32 (w >> 1).. and head dims
+/// (D / 2)(w & 1)..: two m-tiles by D / 16 blocks, every B fragment of dO or Q feeding two mma.
+/// Shared memory read per warp and tile: 56 KB (and 4 KB written), against 72 KB with a warp per 16
+/// keys and all 64 queries or all D dims.
+inline constexpr int dkdv_mtiles = 2;
+
+/// Registers of one thread of the dK/dV kernel: its quarter of Sᵀ / Pᵀ and dPᵀ / dSᵀ (local row x of
+/// m-tile x >> 1: key 32 (w >> 1) + 16 (x >> 1) + g + 8 (x & 1)), the fragments, and its part of the
+/// dV and dK accumulators (the same keys, D / 2 head dims).
 template <int D>
-struct bwd_tile_regs {
-  static constexpr int KC = D / 16, NB = bwd_tile / 8, DN = D / 8, PK = bwd_tile / 16;
-  std::uint32_t fa[4], fa2[4];
-  std::uint32_t fb[2], fb2[2];
-  float s[NB][4];   ///< S (Sᵀ), then P (Pᵀ)
-  float dp[NB][4];  ///< dP (dPᵀ), then dS (dSᵀ)
-  std::uint32_t pa[PK][4];
-};
-template <int D>
-struct dkdv_regs : bwd_tile_regs<D> {
-  float dv[D / 8][4];
-  float dk[D / 8][4];
-};
-/// Registers of one dQ thread: its 2 MT rows (local row x: fwd_row<MT>, as in the forward) of S / P
-/// and dP / dS for a tile of dq_keys keys, the B fragments of one head-dim chunk of that tile's K or
-/// V (every key block), and the dQ accumulators.
-template <int D>
-struct dq_regs {
-  static constexpr int MT = dq_mtiles, XR = 2 * MT, KC = D / 16, NB = dq_keys / 8, DN = D / 8, PK = dq_keys / 16;
-  std::uint32_t fa[4];       ///< A fragment of Q or dO: one head-dim chunk of one m-tile
-  std::uint32_t fb[NB][2];   ///< B fragments of K (S) or V (dP): one head-dim chunk, every key block
-  std::uint32_t bb[2][2];    ///< B fragments of K for dQ += dS K: one key chunk, two head-dim blocks
-  float s[MT][NB][4];        ///< S, then P
-  float dp[MT][NB][4];       ///< dP, then dS
-  std::uint32_t pa[MT][PK][4];  ///< dS as the bf16 A fragments of dS K
-  float dq[MT][DN][4];
+struct dkdv_regs {
+  static constexpr int MT = dkdv_mtiles, KC = D / 16, NB = 4, PK = bwd_tile / 16, DNW = D / 16;
+  std::uint32_t fa[MT][4];   ///< A fragments of K or V (one head-dim chunk), or of Pᵀ or dSᵀ (one query chunk)
+  std::uint32_t fb[NB][2];   ///< B fragments of Q or dO: one head-dim chunk, the quarter's four query blocks
+  std::uint32_t bb[2][2];    ///< B fragments of dO or Q for dV and dK: one query chunk, two head-dim blocks
+  float s[MT][NB][4];        ///< Sᵀ, then Pᵀ
+  float dp[MT][NB][4];       ///< dPᵀ, then dSᵀ
+  float dv[MT][DNW][4];
+  float dk[MT][DNW][4];
 };
 
-/// s = A1 B1ᵀ and dp = A2 B2ᵀ (64 x 64, f32): A1, A2 the 64 x D tiles whose rows 16 w.. the warp
-/// owns, B1, B2 the other side's 64 x D tiles. Per element the chain of mma over the 16-wide chunks of
-/// D, in order; the A fragments of a chunk once (both products), the B fragments two blocks at a time
-/// (ldmatrix.x4).
-template <class Be, int D, class R>
-TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_products(Be& be, R* regs, const std::uint16_t* a1, const std::uint16_t* b1,
-                                                   const std::uint16_t* a2, const std::uint16_t* b2) {
-  constexpr int KC = R::KC, NB = R::NB;
-  be.for_threads([&](int tid) {
-    R& r = regs[be.slot(tid)];
-    TIEBREAK_UNROLL
-    for (int nb = 0; nb < NB; ++nb)
-      TIEBREAK_UNROLL
-      for (int j = 0; j < 4; ++j) r.s[nb][j] = r.dp[nb][j] = 0.0f;
-  });
-  TIEBREAK_UNROLL
-  for (int kc = 0; kc < KC; ++kc) {
-    be.for_threads([&](int tid) {
-      R& r = regs[be.slot(tid)];
-      be.template load_a<D>(r.fa, a1, 16 * (tid >> 5), 16 * kc, tid & 31);
-      be.template load_a<D>(r.fa2, a2, 16 * (tid >> 5), 16 * kc, tid & 31);
-    });
-    // acc[nb], acc[nb + 1] += fa(r) B for B's blocks nb and nb + 1 of tile bt, then the same for dp.
-    auto two_blocks = [&](int nb, auto fa, const std::uint16_t* bt, auto acc) {
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        be.template load_b2_nmajor<D>(r.fb, r.fb2, bt, 8 * nb, 16 * kc, tid & 31);
-      });
-      be.mma([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        return mma_frags{fa(r), r.fb, acc(r)[nb]};
-      });
-      be.mma([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        return mma_frags{fa(r), r.fb2, acc(r)[nb + 1]};
-      });
-    };
-    TIEBREAK_UNROLL
-    for (int nb = 0; nb < NB; nb += 2) {
-      two_blocks(nb, [](R& r) -> const std::uint32_t* { return r.fa; }, b1, [](R& r) -> float(&)[NB][4] { return r.s; });
-      two_blocks(nb, [](R& r) -> const std::uint32_t* { return r.fa2; }, b2, [](R& r) -> float(&)[NB][4] { return r.dp; });
-    }
-  }
-}
-
-/// acc(r) += pa B with b(k, n) = tile[16 pk + k][8 dn + n] (the 64 x D tile's rows are the k index):
-/// per element the chain over the tile's 16-row chunks, in order; the B fragments of two head-dim
-/// blocks at a time (ldmatrix.x4.trans).
-template <class Be, int D, class R, class Acc>
-TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_accumulate(Be& be, R* regs, const std::uint16_t* tile, Acc&& acc) {
-  TIEBREAK_UNROLL
-  for (int pk = 0; pk < R::PK; ++pk) {
-    TIEBREAK_UNROLL
-    for (int dn = 0; dn < R::DN; dn += 2) {
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        be.template load_b2_kmajor<D>(r.fb, r.fb2, tile, 16 * pk, 8 * dn, tid & 31);
-      });
-      be.mma([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        return mma_frags{r.pa[pk], r.fb, acc(r)[dn]};
-      });
-      be.mma([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        return mma_frags{r.pa[pk], r.fb2, acc(r)[dn + 1]};
-      });
-    }
-  }
-}
-
-/// Stores a gradient: the thread's accumulators acc(r, mt) of its MT m-tiles (rows
-/// fwd_row<MT>(row0, w, g, 2 mt + x), columns 8 dn + 2 t + (i & 1), x = i >> 1), times the scale when
-/// Scaled (f32, nearest-even), rounded to bf16 (nearest-even), to dst[offset(row) + column] for rows
-/// < rows; the two columns of a pair in one store (be.store2: offset(row) is a multiple of D, so the
-/// index is even).
-template <bool Scaled, int MT, class Be, int D, class R, class Acc, class Off>
-TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std::uint16_t* dst, Off&& offset, int row0, int rows,
-                                                const flash_consts& c) {
+/// Stores a gradient: the thread's accumulators acc(r, mt) (MT m-tiles of DNW blocks of 8 columns),
+/// row row_of(w, g, x) for local row x = 2 mt + (i >> 1), column col_of(w) + 8 dn + 2 t + (i & 1),
+/// times the scale when Scaled (f32, nearest-even), rounded to bf16 (nearest-even), to
+/// dst[offset(row) + column] for rows < rows; the two columns of a pair in one store (be.store2:
+/// offset(row) is a multiple of D and the column even).
+template <bool Scaled, int MT, int DNW, class Be, class R, class Acc, class Off, class Row, class Col>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std::uint16_t* dst, Off&& offset, Row&& row_of,
+                                                Col&& col_of, int rows, const flash_consts& c) {
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
     TIEBREAK_UNROLL
     for (int xr = 0; xr < 2 * MT; ++xr) {
-      const int row = fwd_row<MT>(row0, w, g, xr), mt = xr >> 1, x = xr & 1;
+      const int row = row_of(w, g, xr), mt = xr >> 1, x = xr & 1;
       if (row >= rows) continue;
-      std::uint16_t* out = dst + offset(row) + 2 * t;
+      std::uint16_t* out = dst + offset(row) + col_of(w) + 2 * t;
       TIEBREAK_UNROLL
-      for (int dn = 0; dn < D / 8; ++dn) {
+      for (int dn = 0; dn < DNW; ++dn) {
         std::uint16_t v[2];
         TIEBREAK_UNROLL
         for (int e = 0; e < 2; ++e) {
@@ -1246,22 +1170,29 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std:
 /// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh). K and V stay in shared memory;
 /// the steps run over the heads of the group and, per head, the query tiles from the first that sees
 /// these keys, in that order; step i's Q and dO tiles (and its rows' lse2 and delta) sit in buffer
-/// i & 1, and step i + 1's are copied while step i computes.
+/// i & 1, and step i + 1's are copied while step i computes. Per element the same chains as with any
+/// other tiling: Sᵀ and dPᵀ over the head-dim chunks in order, dV and dK over the query tiles' 16-row
+/// chunks in order.
 template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
                                                        int kb) {
   using R = dkdv_regs<D>;
-  constexpr int NB = R::NB, DN = R::DN, T = 64 * D;
+  constexpr int MT = R::MT, KC = R::KC, NB = R::NB, PK = R::PK, DNW = R::DNW, T = 64 * D;
+  static_assert(bwd_rows == 64 && bwd_tile == 64 && bwd_warps == 4, "the quarters assume 64 x 64 tiles and 4 warps");
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int k0 = kb * bwd_rows;
   constexpr int QS = 2 * T, DOS = 4 * T;  // the streamed tiles' offsets in be.smem(), [2][64][D] each
+  constexpr int PTS = 6 * T + 4 * 64 * 2;  // Pᵀ [64][64] after the floats, then dSᵀ [64][64]
+  constexpr int DSTS = PTS + 64 * 64;
   std::uint16_t* ks = be.smem();
   std::uint16_t* vs = ks + T;
   std::uint16_t* qs = be.smem() + QS;
   std::uint16_t* dos = be.smem() + DOS;
   float* lse2s = reinterpret_cast<float*>(be.smem() + 6 * T);  // [2][64]
   float* deltas = lse2s + 2 * 64;                              // [2][64]
+  std::uint16_t* pts = be.smem() + PTS;
+  std::uint16_t* dsts = be.smem() + DSTS;
   R regs[Be::slots];
 
   const int first_row = static_cast<int>(a.prob.first_visible_row(static_cast<std::size_t>(k0 < seq_k ? k0 : seq_k - 1)));
@@ -1284,17 +1215,19 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
     TIEBREAK_UNROLL
-    for (int i = 0; i < DN; ++i)
+    for (int mt = 0; mt < MT; ++mt)
       TIEBREAK_UNROLL
-      for (int j = 0; j < 4; ++j) r.dv[i][j] = r.dk[i][j] = 0.0f;
+      for (int i = 0; i < DNW; ++i)
+        TIEBREAK_UNROLL
+        for (int j = 0; j < 4; ++j) r.dv[mt][i][j] = r.dk[mt][i][j] = 0.0f;
   });
   for (int h = h0, qt = qt0, buf = 0; qt < n_qt; buf ^= 1) {
     const int nh = qt + 1 < n_qt ? h : h + 1, nqt = qt + 1 < n_qt ? qt + 1 : qt0;
     const int q0 = qt * bwd_tile;
     // This step's copies are the only ones in flight; a thread's own are visible to it after the
     // wait: threads < 64 turn their row's LSE into lse2 in place (+Inf past seq_q: P = 0). After the
-    // barrier all of buffer buf is visible, and every thread is done with the previous step, so
-    // buffer buf ^ 1 can be refilled while this step computes.
+    // barrier all of buffer buf is visible, and every thread is done with the previous step (its Pᵀ
+    // and dSᵀ too), so buffer buf ^ 1 can be refilled while this step computes.
     be.template wait<0>();
     be.for_threads([&](int tid) {
       if (tid < 64) lse2s[64 * buf + tid] = q0 + tid < seq_q ? lse_log2(lse2s[64 * buf + tid]) : f32::inf;
@@ -1310,72 +1243,166 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     const std::uint16_t* dob = be.smem() + (DOS + sel);
     const float* lse2b = lse2s + 64 * buf;
     const float* deltab = deltas + 64 * buf;
-    // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ.
-    bwd_products<Be, D>(be, regs, ks, qb, vs, dob);
-    // Pᵀ and dSᵀ (row = key, column = query). On a tile that every row sees, where the thread's x all
-    // lie in [-126, 128) (x_in_range over its 32 scores and its 16 columns' lse2: most tiles), P is
-    // exp2_sw_in_range: the same bits.
+    // The warp's quarter of Sᵀ = K Qᵀ, then of dPᵀ = V dOᵀ: per head-dim chunk the A fragments of its
+    // two m-tiles and the B fragments of its four query blocks once.
+    auto quarter = [&](const std::uint16_t* at, const std::uint16_t* bt, auto acc) {
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt)
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int j = 0; j < 4; ++j) acc(r)[mt][nb][j] = 0.0f;
+      });
+      TIEBREAK_UNROLL
+      for (int kc = 0; kc < KC; ++kc) {
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          const int w = tid >> 5, lane = tid & 31;
+          TIEBREAK_UNROLL
+          for (int mt = 0; mt < MT; ++mt) be.template load_a<D>(r.fa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * kc, lane);
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; nb += 2)
+            be.template load_b2_nmajor<D>(r.fb[nb], r.fb[nb + 1], bt, 32 * (w & 1) + 8 * nb, 16 * kc, lane);
+        });
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt)
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            be.mma([&](int tid) {
+              R& r = regs[be.slot(tid)];
+              return mma_frags{r.fa[mt], r.fb[nb], acc(r)[mt][nb]};
+            });
+      }
+    };
+    quarter(ks, qb, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
+    quarter(vs, dob, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    // Pᵀ and dSᵀ (row = key, column = query), rounded to bf16 into their shared tiles. On a tile that
+    // every row sees, where the thread's x all lie in [-126, 128) (x_in_range over its 32 scores and
+    // its 8 columns' lse2: most tiles), P is exp2_sw_in_range: the same bits.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+      const int kr0 = 32 * (w >> 1) + g, qc0 = 32 * (w & 1) + 2 * t;  // local key row and query column
       bool in_range = all_vis;
       if (E == exp2_policy::software && in_range) {  // the SFU takes every x: all_vis decides alone
         float lo = f32::inf, hi = -f32::inf, olo = f32::inf, ohi = -f32::inf;
         TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb)
+        for (int mt = 0; mt < MT; ++mt)
           TIEBREAK_UNROLL
-          for (int i = 0; i < 4; ++i) {
-            lo = f32::min_nan(lo, r.s[nb][i]);
-            hi = f32::max(hi, r.s[nb][i]);
-            if (i < 2) {  // the thread's 16 columns
-              olo = f32::min_nan(olo, lse2b[8 * nb + 2 * t + i]);
-              ohi = f32::max(ohi, lse2b[8 * nb + 2 * t + i]);
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int i = 0; i < 4; ++i) {
+              lo = f32::min_nan(lo, r.s[mt][nb][i]);
+              hi = f32::max(hi, r.s[mt][nb][i]);
+              if (mt == 0 && i < 2) {  // the thread's 8 columns
+                olo = f32::min_nan(olo, lse2b[qc0 + 8 * nb + i]);
+                ohi = f32::max(ohi, lse2b[qc0 + 8 * nb + i]);
+              }
             }
-          }
         in_range = x_in_range<Sc>(lo, hi, olo, ohi, c);
       }
       if (in_range) {
         TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb)
+        for (int mt = 0; mt < MT; ++mt)
           TIEBREAK_UNROLL
-          for (int i = 0; i < 4; ++i) {
-            const int qc = 8 * nb + 2 * t + (i & 1);
-            const float p = exp2_p_in_range<E, Be>(score_x<Sc>(r.s[nb][i], lse2b[qc], c));
-            r.s[nb][i] = p;
-            r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltab[qc]));
-          }
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int i = 0; i < 4; ++i) {
+              const int qc = qc0 + 8 * nb + (i & 1);
+              const float p = exp2_p_in_range<E, Be>(score_x<Sc>(r.s[mt][nb][i], lse2b[qc], c));
+              r.s[mt][nb][i] = p;
+              r.dp[mt][nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[mt][nb][i], deltab[qc]));
+            }
       } else {
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt)
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int i = 0; i < 4; ++i) {
+              const int key = k0 + kr0 + 16 * mt + 8 * (i >> 1), qc = qc0 + 8 * nb + (i & 1), row = q0 + qc;
+              const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                           a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
+              const float p = recompute_p<Sc, E, Be>(r.s[mt][nb][i], lse2b[qc], vis, c);
+              r.s[mt][nb][i] = p;
+              r.dp[mt][nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[mt][nb][i], deltab[qc]));
+            }
+      }
+      // Each pair of columns as one word (pack_bf16x2_rne, as c_to_a_bf16 rounds a register operand).
+      TIEBREAK_UNROLL
+      for (int mt = 0; mt < MT; ++mt)
         TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb)
           TIEBREAK_UNROLL
-          for (int i = 0; i < 4; ++i) {
-            const int key = k0 + 16 * w + g + 8 * (i >> 1), qc = 8 * nb + 2 * t + (i & 1), row = q0 + qc;
-            const bool vis = all_vis || (key < seq_k && row < seq_q &&
-                                         a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
-            const float p = recompute_p<Sc, E, Be>(r.s[nb][i], lse2b[qc], vis, c);
-            r.s[nb][i] = p;
-            r.dp[nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[nb][i], deltab[qc]));
+          for (int x = 0; x < 2; ++x) {
+            const int o = swz<64>(kr0 + 16 * mt + 8 * x, qc0 + 8 * nb);
+            const std::uint32_t pw = Be::pack_bf16x2_rne(r.s[mt][nb][2 * x], r.s[mt][nb][2 * x + 1]);
+            const std::uint32_t dw = Be::pack_bf16x2_rne(r.dp[mt][nb][2 * x], r.dp[mt][nb][2 * x + 1]);
+            be.store2(pts + o, static_cast<std::uint16_t>(pw), static_cast<std::uint16_t>(pw >> 16));
+            be.store2(dsts + o, static_cast<std::uint16_t>(dw), static_cast<std::uint16_t>(dw >> 16));
           }
+    });
+    be.sync();  // every quarter of Pᵀ and dSᵀ is written
+    // dV += Pᵀ dO and dK += dSᵀ Q: the warp's keys 32 (w >> 1).. and head dims (D / 2)(w & 1)..; per
+    // 16-query chunk the A fragments of its two m-tiles once, the B fragments two head-dim blocks at
+    // a time (ldmatrix.x4.trans).
+    auto accumulate = [&](const std::uint16_t* at, const std::uint16_t* bt, auto acc) {
+      TIEBREAK_UNROLL
+      for (int pk = 0; pk < PK; ++pk) {
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          const int w = tid >> 5, lane = tid & 31;
+          TIEBREAK_UNROLL
+          for (int mt = 0; mt < MT; ++mt) be.template load_a<64>(r.fa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * pk, lane);
+        });
+        TIEBREAK_UNROLL
+        for (int dn = 0; dn < DNW; dn += 2) {
+          be.for_threads([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            const int w = tid >> 5, lane = tid & 31;
+            be.template load_b2_kmajor<D>(r.bb[0], r.bb[1], bt, 16 * pk, (D / 2) * (w & 1) + 8 * dn, lane);
+          });
+          TIEBREAK_UNROLL
+          for (int mt = 0; mt < MT; ++mt)
+            TIEBREAK_UNROLL
+            for (int j = 0; j < 2; ++j)
+              be.mma([&](int tid) {
+                R& r = regs[be.slot(tid)];
+                return mma_frags{r.fa[mt], r.bb[j], acc(r)[mt][dn + j]};
+              });
+        }
       }
-      c_to_a_bf16<Be, NB>(r.pa, r.s);
-    });
-    // dV += Pᵀ dO.
-    bwd_accumulate<Be, D>(be, regs, dob, [](R& r) -> float(&)[DN][4] { return r.dv; });
-    be.for_threads([&](int tid) {
-      R& r = regs[be.slot(tid)];
-      c_to_a_bf16<Be, NB>(r.pa, r.dp);
-    });
-    // dK += dSᵀ Q.
-    bwd_accumulate<Be, D>(be, regs, qb, [](R& r) -> float(&)[DN][4] { return r.dk; });
+    };
+    accumulate(pts, dob, [](R& r) -> float(&)[MT][DNW][4] { return r.dv; });
+    accumulate(dsts, qb, [](R& r) -> float(&)[MT][DNW][4] { return r.dk; });
     h = nh;
     qt = nh < h_end ? nqt : n_qt;
   }
   be.template wait<0>();  // nothing left in flight when no query tile saw these keys
-  bwd_store<false, 1, Be, D>(be, regs, [](R& r, int) -> float(&)[DN][4] { return r.dv; }, a.t.dv,
-                             [&](int key) { return sh.v_offset(b, kvh, key); }, k0, seq_k, c);
-  bwd_store<true, 1, Be, D>(be, regs, [](R& r, int) -> float(&)[DN][4] { return r.dk; }, a.t.dk,
-                            [&](int key) { return sh.k_offset(b, kvh, key); }, k0, seq_k, c);
+  auto key_of = [&](int w, int g, int x) { return k0 + 32 * (w >> 1) + 16 * (x >> 1) + g + 8 * (x & 1); };
+  auto col_of = [](int w) { return (D / 2) * (w & 1); };
+  bwd_store<false, MT, DNW, Be>(be, regs, [](R& r, int mt) -> float(&)[DNW][4] { return r.dv[mt]; }, a.t.dv,
+                                [&](int key) { return sh.v_offset(b, kvh, key); }, key_of, col_of, seq_k, c);
+  bwd_store<true, MT, DNW, Be>(be, regs, [](R& r, int mt) -> float(&)[DNW][4] { return r.dk[mt]; }, a.t.dk,
+                               [&](int key) { return sh.k_offset(b, kvh, key); }, key_of, col_of, seq_k, c);
 }
+
+/// Registers of one dQ thread: its 2 MT rows (local row x: fwd_row<MT>, as in the forward) of S / P
+/// and dP / dS for a tile of dq_keys keys, the B fragments of one head-dim chunk of that tile's K or
+/// V (every key block), and the dQ accumulators.
+template <int D>
+struct dq_regs {
+  static constexpr int MT = dq_mtiles, XR = 2 * MT, KC = D / 16, NB = dq_keys / 8, DN = D / 8, PK = dq_keys / 16;
+  std::uint32_t fa[4];       ///< A fragment of Q or dO: one head-dim chunk of one m-tile
+  std::uint32_t fb[NB][2];   ///< B fragments of K (S) or V (dP): one head-dim chunk, every key block
+  std::uint32_t bb[2][2];    ///< B fragments of K for dQ += dS K: one key chunk, two head-dim blocks
+  float s[MT][NB][4];        ///< S, then P
+  float dp[MT][NB][4];       ///< dP, then dS
+  std::uint32_t pa[MT][PK][4];  ///< dS as the bf16 A fragments of dS K
+  float dq[MT][DN][4];
+};
 
 /// dQ of query rows [qt·dq_rows, qt·dq_rows + dq_rows) of (b, h). Q and dO stay in shared memory;
 /// key tile kt (dq_keys keys) has its K and V in buffer kt & 1, and tile kt + 1's are copied while kt
@@ -1546,8 +1573,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     }
   }
   be.template wait<0>();  // nothing left in flight when the rows see no key
-  bwd_store<true, MT, Be, D>(be, regs, [](R& r, int mt) -> float(&)[DN][4] { return r.dq[mt]; }, a.t.dq,
-                             [&](int row) { return sh.q_offset(b, h, row); }, q0, seq_q, c);
+  bwd_store<true, MT, DN, Be>(be, regs, [](R& r, int mt) -> float(&)[DN][4] { return r.dq[mt]; }, a.t.dq,
+                              [&](int row) { return sh.q_offset(b, h, row); },
+                              [&](int w, int g, int x) { return fwd_row<MT>(q0, w, g, x); }, [](int) { return 0; }, seq_q, c);
 }
 
 // --- which instantiation a call runs ---------------------------------------------------------------
