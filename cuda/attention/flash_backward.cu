@@ -73,7 +73,30 @@ void gradients(const attn::flash_args& a, cudaStream_t st) {
   check(cudaStreamSynchronize(st), "gradient kernels");
 }
 
+template <int D>
+gradient_occupancy occupancy() {
+  gradient_occupancy r;
+  auto blocks = [&](auto* kernel, std::size_t smem) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+          "cudaFuncSetAttribute");
+    int n = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, attn::bwd_threads, smem), "occupancy");
+    return n;
+  };
+  constexpr auto Sc = attn::score_scaling::unfused;
+  constexpr auto E = attn::exp2_policy::sfu;
+  r.dkdv = blocks(flash_gradient_kernel<D, Sc, E, true>, attn::bwd_smem_bytes<D>);
+  r.dq = blocks(flash_gradient_kernel<D, Sc, E, false>, attn::dq_smem_bytes<D>);
+  return r;
+}
+
 }  // namespace
+
+gradient_occupancy attention_gradient_occupancy(int dim) {
+  if (dim == 64) return occupancy<64>();
+  if (dim == 128) return occupancy<128>();
+  throw std::invalid_argument("tiebreak::gpu::attention_gradient_occupancy: dim must be 64 or 128");
+}
 
 void attention_backward(const attn::flash_args& a, void* stream) {
   const attn::flash_error e = attn::flash_check(a, true);

@@ -279,6 +279,19 @@ TEST(FlashGpu, MisalignedTensorsAreRefusedBeforeLaunch) {
   refused([&] { gpu::attention_backward(d); }, "dout");
 }
 
+// The gradient kernels' shared memory is sized for two blocks per SM (attn::bwd_smem_bytes: exactly
+// two at D = 128 on the H100 and H200); a layout that grows past it halves their occupancy silently.
+TEST(FlashGpu, GradientKernelsKeepTwoBlocksPerSM) {
+  TIEBREAK_REQUIRE_GPU();
+  for (int dim : {64, 128}) {
+    const gpu::gradient_occupancy o = gpu::attention_gradient_occupancy(dim);
+    std::printf("flash: D = %d: dK/dV %d, dQ %d blocks per SM\n", dim, o.dkdv, o.dq);
+    EXPECT_GE(o.dkdv, 2) << "dim " << dim;
+    EXPECT_GE(o.dq, 2) << "dim " << dim;
+  }
+  EXPECT_THROW(gpu::attention_gradient_occupancy(96), std::invalid_argument);
+}
+
 TEST(FlashGpu, ForwardAndBackwardBitIdenticalToTwin) {
   TIEBREAK_REQUIRE_GPU();
   compare_all(true);
