@@ -1112,6 +1112,48 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void load_rows(Be& be, std::uint16_t* tile, con
   be.template load_tile<N, D>(tile, src + static_cast<std::size_t>(row0) * D, valid);
 }
 
+/// acc(r) = A Bᵀ over the head dim for the warp's MT m-tiles by NB key (or query) blocks of 8, both
+/// gradient kernels' first products (S and dP; Sᵀ and dPᵀ): A's rows a_row(w, mt).. of tile `at`, B's
+/// rows b_row(w) + 8 nb of tile `bt` (both D wide, swizzled). Per element the chain of mma over the
+/// 16-wide head-dim chunks, in order; per chunk the B fragments of every block once (ldmatrix.x4, two
+/// blocks each), then per m-tile its A fragment (r.fa) and NB mma, so that every B fragment feeds MT
+/// mma and every A fragment NB.
+template <int MT, int NB, class Be, int D, class R, class ARow, class BRow, class Acc>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void warp_products(Be& be, R* regs, const std::uint16_t* at, ARow&& a_row, const std::uint16_t* bt,
+                                                    BRow&& b_row, Acc&& acc) {
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    TIEBREAK_UNROLL
+    for (int mt = 0; mt < MT; ++mt)
+      TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; ++nb)
+        TIEBREAK_UNROLL
+        for (int j = 0; j < 4; ++j) acc(r)[mt][nb][j] = 0.0f;
+  });
+  TIEBREAK_UNROLL
+  for (int kc = 0; kc < D / 16; ++kc) {
+    TIEBREAK_UNROLL
+    for (int nb = 0; nb < NB; nb += 2)
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        be.template load_b2_nmajor<D>(r.fb[nb], r.fb[nb + 1], bt, b_row(tid >> 5) + 8 * nb, 16 * kc, tid & 31);
+      });
+    TIEBREAK_UNROLL
+    for (int mt = 0; mt < MT; ++mt) {
+      be.for_threads([&](int tid) {
+        R& r = regs[be.slot(tid)];
+        be.template load_a<D>(r.fa, at, a_row(tid >> 5, mt), 16 * kc, tid & 31);
+      });
+      TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; ++nb)
+        be.mma([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          return mma_frags{r.fa, r.fb[nb], acc(r)[mt][nb]};
+        });
+    }
+  }
+}
+
 /// The dK/dV block (bwd_rows keys, 4 warps) computes each 64 x 64 tile of Sᵀ and dPᵀ (keys x
 /// queries) in four 32 x 32 quarters, warp w the keys 32 (w >> 1).. and queries 32 (w & 1)..: two
 /// m-tiles by four key blocks, so that every A fragment of K or V feeds four mma and every B fragment
@@ -1128,8 +1170,9 @@ inline constexpr int dkdv_mtiles = 2;
 template <int D>
 struct dkdv_regs {
   static constexpr int MT = dkdv_mtiles, KC = D / 16, NB = 4, PK = bwd_tile / 16, DNW = D / 16;
-  std::uint32_t fa[MT][4];   ///< A fragments of K or V (one head-dim chunk), or of Pᵀ or dSᵀ (one query chunk)
+  std::uint32_t fa[4];       ///< A fragment of K or V: one head-dim chunk of one m-tile
   std::uint32_t fb[NB][2];   ///< B fragments of Q or dO: one head-dim chunk, the quarter's four query blocks
+  std::uint32_t pa[MT][4];   ///< A fragments of Pᵀ or dSᵀ: one query chunk of both m-tiles
   std::uint32_t bb[2][2];    ///< B fragments of dO or Q for dV and dK: one query chunk, two head-dim blocks
   float s[MT][NB][4];        ///< Sᵀ, then Pᵀ
   float dp[MT][NB][4];       ///< dPᵀ, then dSᵀ
@@ -1243,41 +1286,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     const std::uint16_t* dob = be.smem() + (DOS + sel);
     const float* lse2b = lse2s + 64 * buf;
     const float* deltab = deltas + 64 * buf;
-    // The warp's quarter of Sᵀ = K Qᵀ, then of dPᵀ = V dOᵀ: per head-dim chunk the A fragments of its
-    // two m-tiles and the B fragments of its four query blocks once.
-    auto quarter = [&](const std::uint16_t* at, const std::uint16_t* bt, auto acc) {
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
-          TIEBREAK_UNROLL
-          for (int nb = 0; nb < NB; ++nb)
-            TIEBREAK_UNROLL
-            for (int j = 0; j < 4; ++j) acc(r)[mt][nb][j] = 0.0f;
-      });
-      TIEBREAK_UNROLL
-      for (int kc = 0; kc < KC; ++kc) {
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          const int w = tid >> 5, lane = tid & 31;
-          TIEBREAK_UNROLL
-          for (int mt = 0; mt < MT; ++mt) be.template load_a<D>(r.fa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * kc, lane);
-          TIEBREAK_UNROLL
-          for (int nb = 0; nb < NB; nb += 2)
-            be.template load_b2_nmajor<D>(r.fb[nb], r.fb[nb + 1], bt, 32 * (w & 1) + 8 * nb, 16 * kc, lane);
-        });
-        TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
-          TIEBREAK_UNROLL
-          for (int nb = 0; nb < NB; ++nb)
-            be.mma([&](int tid) {
-              R& r = regs[be.slot(tid)];
-              return mma_frags{r.fa[mt], r.fb[nb], acc(r)[mt][nb]};
-            });
-      }
-    };
-    quarter(ks, qb, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
-    quarter(vs, dob, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    // The warp's quarter of Sᵀ = K Qᵀ, then of dPᵀ = V dOᵀ.
+    auto key_row = [](int w, int mt) { return 32 * (w >> 1) + 16 * mt; };
+    auto query_row = [](int w) { return 32 * (w & 1); };
+    warp_products<MT, NB, Be, D>(be, regs, ks, key_row, qb, query_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
+    warp_products<MT, NB, Be, D>(be, regs, vs, key_row, dob, query_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
     // Pᵀ and dSᵀ (row = key, column = query), rounded to bf16 into their shared tiles. On a tile that
     // every row sees, where the thread's x all lie in [-126, 128) (x_in_range over its 32 scores and
     // its 8 columns' lse2: most tiles), P is exp2_sw_in_range: the same bits.
@@ -1355,7 +1368,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
           R& r = regs[be.slot(tid)];
           const int w = tid >> 5, lane = tid & 31;
           TIEBREAK_UNROLL
-          for (int mt = 0; mt < MT; ++mt) be.template load_a<64>(r.fa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * pk, lane);
+          for (int mt = 0; mt < MT; ++mt) be.template load_a<64>(r.pa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * pk, lane);
         });
         TIEBREAK_UNROLL
         for (int dn = 0; dn < DNW; dn += 2) {
@@ -1370,7 +1383,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
             for (int j = 0; j < 2; ++j)
               be.mma([&](int tid) {
                 R& r = regs[be.slot(tid)];
-                return mma_frags{r.fa[mt], r.bb[j], acc(r)[mt][dn + j]};
+                return mma_frags{r.pa[mt], r.bb[j], acc(r)[mt][dn + j]};
               });
         }
       }
@@ -1468,43 +1481,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     const int sel = buf * KT;  // the buffers as constant offsets from the base (fewer address registers)
     const std::uint16_t* kb = be.smem() + (KS + sel);
     const std::uint16_t* vb = be.smem() + (VS + sel);
-    // S = Q Kᵀ, then dP = dO Vᵀ: per head-dim chunk the B fragments of every key block once, for both
-    // m-tiles.
-    auto product = [&](const std::uint16_t* at, const std::uint16_t* bt, auto acc) {
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
-          TIEBREAK_UNROLL
-          for (int nb = 0; nb < NB; ++nb)
-            TIEBREAK_UNROLL
-            for (int j = 0; j < 4; ++j) acc(r)[mt][nb][j] = 0.0f;
-      });
-      TIEBREAK_UNROLL
-      for (int kc = 0; kc < KC; ++kc) {
-        TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; nb += 2)
-          be.for_threads([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            be.template load_b2_nmajor<D>(r.fb[nb], r.fb[nb + 1], bt, 8 * nb, 16 * kc, tid & 31);
-          });
-        TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt) {
-          be.for_threads([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            be.template load_a<D>(r.fa, at, 16 * (MT * (tid >> 5) + mt), 16 * kc, tid & 31);
-          });
-          TIEBREAK_UNROLL
-          for (int nb = 0; nb < NB; ++nb)
-            be.mma([&](int tid) {
-              R& r = regs[be.slot(tid)];
-              return mma_frags{r.fa, r.fb[nb], acc(r)[mt][nb]};
-            });
-        }
-      }
-    };
-    product(qs, kb, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
-    product(dos, vb, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    // S = Q Kᵀ, then dP = dO Vᵀ.
+    auto row = [](int w, int mt) { return 16 * (MT * w + mt); };
+    auto key_row = [](int) { return 0; };
+    warp_products<MT, NB, Be, D>(be, regs, qs, row, kb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
+    warp_products<MT, NB, Be, D>(be, regs, dos, row, vb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
     // P and dS. A row of a tile that every row sees, whose x all lie in [-126, 128) (x_in_range over
     // the thread's scores of the row: most rows), takes exp2_sw_in_range: the same bits.
     be.for_threads([&](int tid) {
