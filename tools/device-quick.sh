@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A lean device call for an attention kernel change when little device time is left (tools/device-check.sh
+# builds every GPU target for sm_90 and sm_90a first, ~140 s): configures with CUDA for sm_90a only,
+# builds flash_gpu_test and attention_bench, then
+#   1. flash_gpu_test (FlashGpu: twin == device, bit for bit; occupancy),
+#   2. compute-sanitizer memcheck on its backward test (TIEBREAK_QUICK_MEMCHECK=0 skips it),
+#   3. Nsight Compute's per-kernel durations of one forward+backward (TIEBREAK_QUICK_NCU_ARGS, default
+#      S = 4k, bf16, probe off, sfu) for the forward, delta and gradient kernels,
+#   4. tools/attention-bench.py on TIEBREAK_QUICK_BENCH_ARGS (default: bf16 and fp32, probe off, sfu).
+# Everything lands in $OUT (quick-*.log, ncu.csv, attention-bench.md/json). Steps run in this order,
+# the most needed first, so a call cut short still returns them.
+set -uo pipefail
+OUTDIR=${OUT:-build-device/out}
+B=${TIEBREAK_DEVICE_BUILD:-build-device}/quick
+mkdir -p "$OUTDIR" "$B"
+say() { echo "[device-quick +$SECONDS s] $*" | tee -a "$OUTDIR/quick.log"; }
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee -a "$OUTDIR/quick.log"
+cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a-real \
+  -DTIEBREAK_BUILD_BENCHMARKS=ON -DTIEBREAK_BUILD_TESTS=ON >"$OUTDIR/quick-configure.log" 2>&1 || { say "configure failed"; exit 1; }
+cmake --build "$B" -j "$(nproc)" --target flash_gpu_test attention_bench >"$OUTDIR/quick-build.log" 2>&1 || { say "build failed"; tail -30 "$OUTDIR/quick-build.log"; exit 1; }
+say "built"
+t=$(find "$B" -name flash_gpu_test -type f -perm -u+x | head -1)
+"$t" >"$OUTDIR/quick-flash-gpu.log" 2>&1; rc=$?
+say "flash_gpu_test exit $rc: $(grep -E '^\[  (PASSED|FAILED)' "$OUTDIR/quick-flash-gpu.log" | tr '\n' ' ')"
+grep -E "blocks per SM|twin == device|FAILED" "$OUTDIR/quick-flash-gpu.log" | tee -a "$OUTDIR/quick.log"
+if [ "${TIEBREAK_QUICK_MEMCHECK:-1}" = 1 ]; then
+  compute-sanitizer --tool memcheck "$t" --gtest_filter='FlashGpu.ForwardAndBackward*' >"$OUTDIR/quick-memcheck.log" 2>&1
+  say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUTDIR/quick-memcheck.log")"
+fi
+ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+read -r -a n_args <<<"${TIEBREAK_QUICK_NCU_ARGS:---seqs 4096 --causal off --modes bf16 --probe off --exp sfu --passes fwd+bwd --warmup 0 --reps 1}"
+"$ncu_bin" --csv --page raw -k 'regex:flash_forward|flash_delta|flash_gradient' --metrics gpu__time_duration.sum \
+  "$B/bench/attention_bench" "${n_args[@]}" >"$OUTDIR/ncu.csv" 2>&1
+say "ncu exit $?"
+read -r -a b_args <<<"${TIEBREAK_QUICK_BENCH_ARGS:---modes bf16,fp32 --probe off --exp sfu --max-seconds 60}"
+"${TIEBREAK_PYTHON:-python3}" tools/attention-bench.py --bench "$B/bench/attention_bench" --out "$OUTDIR" "${b_args[@]}" >"$OUTDIR/quick-bench.log" 2>&1
+say "attention-bench exit $?"
+exit "$rc"
