@@ -28,8 +28,6 @@
 ///                         aligned 4- or 8-byte store on the device)
 ///   be.load_pair(p)       pack2(p[0], p[1]) of two bf16 encodings (p even-indexed: one aligned 4-byte
 ///                         load on the device)
-///   be.load16(out, p)     out[i] = p[i] for the 16 bytes at p (8 bf16 encodings or 4 floats; p
-///                         16-byte aligned: one load on the device)
 ///   be.load_a/load_b_nmajor/load_b_kmajor<C>(frag, tile, ...)   a fragment from a swizzled tile, with
 ///                         the semantics of the portable functions of the same name below (the
 ///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test);
@@ -1080,26 +1078,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_delta_block(Be& be, const flash_args
     if (row >= static_cast<int>(sh.seq_q)) return;
     const std::size_t base = sh.o_offset(b, h, row);
     float acc = 0.0f, acc32 = 0.0f;
-    // The row eight columns at a time (16-byte loads: the row starts at a multiple of D, dim % 8 == 0);
-    // the chain itself is one fma per column, in column order.
-    for (int c8 = 0; c8 < dim; c8 += 8) {
-      std::uint16_t d16[8], o16[8] = {};
-      float of[2][4] = {};  // the f32 O: the mode's O (fp32), or the probe's reference
-      be.load16(d16, a.t.dout + base + c8);
-      if constexpr (Mode != out_mode::fp32) be.load16(o16, a.t.o_bf16 + base + c8);
-      if (Mode == out_mode::fp32 || (Probe::enabled && a.t.o_f32)) {
-        be.load16(of[0], a.t.o_f32 + base + c8);
-        be.load16(of[1], a.t.o_f32 + base + c8 + 4);
-      }
-      TIEBREAK_UNROLL
-      for (int e = 0; e < 8; ++e) {
-        const float d = bits_to_f32(static_cast<std::uint32_t>(d16[e]) << 16);
-        const float o32 = of[e >> 2][e & 3];
-        const float o = Mode == out_mode::fp32 ? o32 : bits_to_f32(static_cast<std::uint32_t>(o16[e]) << 16);
-        acc = f32::fma_rn(d, o, acc);
-        if constexpr (Probe::enabled) {
-          if (a.t.o_f32) acc32 = f32::fma_rn(d, o32, acc32);
-        }
+    for (int col = 0; col < dim; ++col) {
+      const float d = bits_to_f32(static_cast<std::uint32_t>(a.t.dout[base + col]) << 16);
+      const float o = Mode == out_mode::fp32 ? a.t.o_f32[base + col]
+                                             : bits_to_f32(static_cast<std::uint32_t>(a.t.o_bf16[base + col]) << 16);
+      acc = f32::fma_rn(d, o, acc);
+      if constexpr (Probe::enabled) {
+        if (a.t.o_f32) acc32 = f32::fma_rn(d, a.t.o_f32[base + col], acc32);
       }
     }
     a.t.delta[sh.q_row(b, h, row)] = acc;
@@ -1235,7 +1220,7 @@ template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::softwa
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
                                                        int kb) {
   using R = dkdv_regs<D>;
-  constexpr int MT = R::MT, NB = R::NB, PK = R::PK, DNW = R::DNW, T = 64 * D;
+  constexpr int MT = R::MT, KC = R::KC, NB = R::NB, PK = R::PK, DNW = R::DNW, T = 64 * D;
   static_assert(bwd_rows == 64 && bwd_tile == 64 && bwd_warps == 4, "the quarters assume 64 x 64 tiles and 4 warps");
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
@@ -1439,7 +1424,7 @@ struct dq_regs {
 template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a, const flash_consts& c, int b, int h, int qt) {
   using R = dq_regs<D>;
-  constexpr int MT = R::MT, XR = R::XR, NB = R::NB, DN = R::DN, PK = R::PK;
+  constexpr int MT = R::MT, XR = R::XR, KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK;
   constexpr int QT = dq_rows * D, KT = dq_keys * D;  // elements of the block's tiles and of a streamed one
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
