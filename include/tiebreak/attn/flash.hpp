@@ -1220,7 +1220,7 @@ template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::softwa
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
                                                        int kb) {
   using R = dkdv_regs<D>;
-  constexpr int MT = R::MT, KC = R::KC, NB = R::NB, PK = R::PK, DNW = R::DNW, T = 64 * D;
+  constexpr int MT = R::MT, NB = R::NB, PK = R::PK, DNW = R::DNW, T = 64 * D;
   static_assert(bwd_rows == 64 && bwd_tile == 64 && bwd_warps == 4, "the quarters assume 64 x 64 tiles and 4 warps");
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
@@ -1424,7 +1424,7 @@ struct dq_regs {
 template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a, const flash_consts& c, int b, int h, int qt) {
   using R = dq_regs<D>;
-  constexpr int MT = R::MT, XR = R::XR, KC = R::KC, NB = R::NB, DN = R::DN, PK = R::PK;
+  constexpr int MT = R::MT, XR = R::XR, NB = R::NB, DN = R::DN, PK = R::PK;
   constexpr int QT = dq_rows * D, KT = dq_keys * D;  // elements of the block's tiles and of a streamed one
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
