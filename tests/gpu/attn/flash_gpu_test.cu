@@ -145,6 +145,9 @@ const shape_case cases[] = {
     {{1, 1, 1, 1, 1, 64, 64}, true, false},
     {{1, 2, 1, 70, 100, 64, 64}, false, true, 16.0},   // debias: the bounded offset (scaled maximum +128)
     {{2, 2, 1, 65, 129, 128, 128}, true, true, -16.0},  // and -128 (D = 128: +-256)
+    // Several blocks of every kernel per head (dQ: three 128-row blocks, launched in reverse when
+    // causal; dK/dV: five 64-key blocks), the last of each ragged.
+    {{1, 2, 1, 300, 300, 128, 128}, true, false},
 };
 
 /// TIEBREAK_FLASH_GPU_REDUCED=1 (tools/device-check.sh's sanitize stage): every other shape, the probed
