@@ -101,20 +101,6 @@ struct device_backend {
                  : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                  : "r"(addr));
   }
-  template <int C>
-  __device__ __forceinline__ static void load_b_nmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int n0, int k0,
-                                                       int lane) {
-    const int m = (lane >> 3) & 1, r = lane & 7;  // matrices: columns k0 and k0 + 8 of rows n0..n0+7
-    const unsigned addr = tile_addr<C>(tile, n0 + r, k0 + 8 * m);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(addr));
-  }
-  template <int C>
-  __device__ __forceinline__ static void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0,
-                                                       int lane) {
-    const int m = (lane >> 3) & 1, r = lane & 7;  // matrices: rows k0..k0+7 and k0+8..k0+15, columns n0..n0+7
-    const unsigned addr = tile_addr<C>(tile, k0 + r + 8 * m, n0);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(addr));
-  }
   /// Two B fragments (blocks n0 and n0 + 8) in one ldmatrix.x4: matrices (n0, k0), (n0, k0 + 8),
   /// (n0 + 8, k0), (n0 + 8, k0 + 8).
   ///

@@ -28,11 +28,11 @@
 ///                         aligned 4- or 8-byte store on the device)
 ///   be.load_pair(p)       pack2(p[0], p[1]) of two bf16 encodings (p even-indexed: one aligned 4-byte
 ///                         load on the device)
-///   be.load_a/load_b_nmajor/load_b_kmajor<C>(frag, tile, ...)   a fragment from a swizzled tile, with
-///                         the semantics of the portable functions of the same name below (the
-///                         host calls them; the device uses ldmatrix, pinned to them by the GPU test);
-///                         load_b2_*(b0, b1, tile, n0 or k0, ...): the fragments of blocks n0 and n0 + 8
-///                         (ldmatrix.x4)
+///   be.load_a<C>(frag, tile, ...)   an A fragment from a swizzled tile, with the semantics of the
+///                         portable load_a below (the host calls it; the device uses ldmatrix, pinned
+///                         to it by the GPU test); be.load_b2_nmajor/load_b2_kmajor<C>(b0, b1, tile,
+///                         n0 or k0, ...): the B fragments of blocks n0 and n0 + 8 as two calls of the
+///                         portable load_b_nmajor / load_b_kmajor (ldmatrix.x4 on the device)
 /// Every arithmetic decision — the f32 operations (tiebreak::f32, round-to-nearest-even, named), the
 /// software exp2/log2, the bf16 narrowings (fast.hpp, proven equal to round_pack) — is made in this
 /// header, so kernel and twin agree bit for bit wherever the backend's mma agrees with the model
@@ -1156,7 +1156,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void warp_products(Be& be, R* regs, const std::
 
 /// The dK/dV block (bwd_rows keys, 4 warps) computes each 64 x 64 tile of Sᵀ and dPᵀ (keys x
 /// queries) in four 32 x 32 quarters, warp w the keys 32 (w >> 1).. and queries 32 (w & 1)..: two
-/// m-tiles by four key blocks, so that every A fragment of K or V feeds four mma and every B fragment
+/// m-tiles by four query blocks, so that every A fragment of K or V feeds four mma and every B fragment
 /// of Q or dO two. Pᵀ and dSᵀ go through shared memory in bf16 (the same nearest-even rounding as a
 /// register A fragment), and warp w accumulates dV and dK of keys 32 (w >> 1).. and head dims
 /// (D / 2)(w & 1)..: two m-tiles by D / 16 blocks, every B fragment of dO or Q feeding two mma.
@@ -1169,7 +1169,7 @@ inline constexpr int dkdv_mtiles = 2;
 /// dV and dK accumulators (the same keys, D / 2 head dims).
 template <int D>
 struct dkdv_regs {
-  static constexpr int MT = dkdv_mtiles, KC = D / 16, NB = 4, PK = bwd_tile / 16, DNW = D / 16;
+  static constexpr int MT = dkdv_mtiles, NB = 4, PK = bwd_tile / 16, DNW = D / 16;
   std::uint32_t fa[4];       ///< A fragment of K or V: one head-dim chunk of one m-tile
   std::uint32_t fb[NB][2];   ///< B fragments of Q or dO: one head-dim chunk, the quarter's four query blocks
   std::uint32_t pa[MT][4];   ///< A fragments of Pᵀ or dSᵀ: one query chunk of both m-tiles
@@ -1407,7 +1407,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
 /// V (every key block), and the dQ accumulators.
 template <int D>
 struct dq_regs {
-  static constexpr int MT = dq_mtiles, XR = 2 * MT, KC = D / 16, NB = dq_keys / 8, DN = D / 8, PK = dq_keys / 16;
+  static constexpr int MT = dq_mtiles, XR = 2 * MT, NB = dq_keys / 8, DN = D / 8, PK = dq_keys / 16;
   std::uint32_t fa[4];       ///< A fragment of Q or dO: one head-dim chunk of one m-tile
   std::uint32_t fb[NB][2];   ///< B fragments of K (S) or V (dP): one head-dim chunk, every key block
   std::uint32_t bb[2][2];    ///< B fragments of K for dQ += dS K: one key chunk, two head-dim blocks

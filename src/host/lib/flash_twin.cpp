@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "tiebreak/emu/mma.hpp"
@@ -65,14 +64,6 @@ struct twin_backend {
   template <int C>
   static void load_a(std::uint32_t (&a)[4], const std::uint16_t* tile, int row0, int col0, int lane) {
     attn::load_a<C>(a, tile, row0, col0, lane);
-  }
-  template <int C>
-  static void load_b_nmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int n0, int k0, int lane) {
-    attn::load_b_nmajor<C>(b, tile, n0, k0, lane);
-  }
-  template <int C>
-  static void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile, int k0, int n0, int lane) {
-    attn::load_b_kmajor<C>(b, tile, k0, n0, lane);
   }
   template <int C>
   static void load_b2_nmajor(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2], const std::uint16_t* tile, int n0, int k0,
