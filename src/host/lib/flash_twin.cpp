@@ -78,6 +78,11 @@ struct twin_backend {
     attn::load_b_kmajor<C>(b1, tile, k0, n0 + 8, lane);
   }
   static std::uint32_t load_pair(const std::uint16_t* p) noexcept { return attn::pack2(p[0], p[1]); }
+  /// Eight bf16 encodings or four floats, p[0] first (the device: one 16-byte load).
+  template <class E>
+  static void load16(E (&out)[16 / sizeof(E)], const E* p) noexcept {
+    for (std::size_t i = 0; i < 16 / sizeof(E); ++i) out[i] = p[i];
+  }
   /// Two adjacent elements (the lower index first); the device stores them as one 4- or 8-byte word.
   static void store2(std::uint16_t* p, std::uint16_t lo, std::uint16_t hi) noexcept {
     p[0] = lo;
