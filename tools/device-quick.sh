@@ -7,7 +7,15 @@
 #   2. compute-sanitizer memcheck on its backward test (TIEBREAK_QUICK_MEMCHECK=0 skips it),
 #   3. Nsight Compute's per-kernel durations of one forward+backward (TIEBREAK_QUICK_NCU_ARGS, default
 #      S = 4k, bf16, probe off, sfu) for the forward, delta and gradient kernels,
-#   4. tools/attention-bench.py on TIEBREAK_QUICK_BENCH_ARGS (default: bf16 and fp32, probe off, sfu).
+#   4. with TIEBREAK_QUICK_RAW_ARGS, attention_bench itself on those options (JSON lines, quick-raw.jsonl)
+#      while nvidia-smi logs the SM clock, power and throttle reasons every 100 ms (quick-clocks.csv):
+#      for timings that ncu's locked clocks would hide,
+#   5. with TIEBREAK_QUICK_NCU_SOURCE=1, ncu's source counters (executions and stall samples per SASS
+#      instruction) of the kernels matching TIEBREAK_QUICK_NCU_SOURCE_KERNEL (default flash_forward) in
+#      a run on TIEBREAK_QUICK_NCU_SOURCE_ARGS (default: the ncu step's), summarised by
+#      tools/ncu-source-summary.py (quick-ncu-source.txt),
+#   6. tools/attention-bench.py on TIEBREAK_QUICK_BENCH_ARGS (default: bf16 and fp32, probe off, sfu;
+#      TIEBREAK_QUICK_BENCH=0 skips it).
 # Everything lands in $OUT (quick-*.log, ncu.csv, attention-bench.md/json). Steps run in this order,
 # the most needed first, so a call cut short still returns them.
 set -uo pipefail
@@ -33,7 +41,32 @@ read -r -a n_args <<<"${TIEBREAK_QUICK_NCU_ARGS:---seqs 4096 --causal off --mode
 "$ncu_bin" --csv --page raw -k 'regex:flash_forward|flash_delta|flash_gradient' --metrics gpu__time_duration.sum \
   "$B/bench/attention_bench" "${n_args[@]}" >"$OUTDIR/ncu.csv" 2>&1
 say "ncu exit $?"
-read -r -a b_args <<<"${TIEBREAK_QUICK_BENCH_ARGS:---modes bf16,fp32 --probe off --exp sfu --max-seconds 60}"
-"${TIEBREAK_PYTHON:-python3}" tools/attention-bench.py --bench "$B/bench/attention_bench" --out "$OUTDIR" "${b_args[@]}" >"$OUTDIR/quick-bench.log" 2>&1
-say "attention-bench exit $?"
+if [ -n "${TIEBREAK_QUICK_RAW_ARGS:-}" ]; then
+  read -r -a r_args <<<"$TIEBREAK_QUICK_RAW_ARGS"
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 100 >"$OUTDIR/quick-clocks.csv" 2>&1 &
+  smi=$!
+  "$B/bench/attention_bench" "${r_args[@]}" >"$OUTDIR/quick-raw.jsonl" 2>"$OUTDIR/quick-raw.log"
+  rc_raw=$?
+  kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+  say "attention_bench (raw) exit $rc_raw"
+  grep -h '^\[attention-bench\]' "$OUTDIR/quick-raw.log" "$OUTDIR/quick-raw.jsonl" | tee -a "$OUTDIR/quick.log"
+fi
+if [ "${TIEBREAK_QUICK_NCU_SOURCE:-0}" = 1 ]; then
+  read -r -a s_args <<<"${TIEBREAK_QUICK_NCU_SOURCE_ARGS:-${n_args[*]}}"
+  rep="$B/quick-ncu-src"
+  "$ncu_bin" -f -o "$rep" -k "regex:${TIEBREAK_QUICK_NCU_SOURCE_KERNEL:-flash_forward}" \
+    --section SourceCounters --section WarpStateStats --section InstructionStats --section LaunchStats \
+    "$B/bench/attention_bench" "${s_args[@]}" >"$OUTDIR/quick-ncu-source.log" 2>&1
+  say "ncu source counters exit $?"
+  "$ncu_bin" -i "$rep.ncu-rep" --page source --print-source sass --csv >"$B/quick-ncu-source.csv" 2>&1
+  "${TIEBREAK_PYTHON:-python3}" tools/ncu-source-summary.py "$B/quick-ncu-source.csv" >"$OUTDIR/quick-ncu-source.txt" 2>&1
+  "$ncu_bin" -i "$rep.ncu-rep" --page details >"$OUTDIR/quick-ncu-details.txt" 2>&1
+  say "ncu source summary exit $?"
+fi
+if [ "${TIEBREAK_QUICK_BENCH:-1}" = 1 ]; then
+  read -r -a b_args <<<"${TIEBREAK_QUICK_BENCH_ARGS:---modes bf16,fp32 --probe off --exp sfu --max-seconds 60}"
+  "${TIEBREAK_PYTHON:-python3}" tools/attention-bench.py --bench "$B/bench/attention_bench" --out "$OUTDIR" "${b_args[@]}" >"$OUTDIR/quick-bench.log" 2>&1
+  say "attention-bench exit $?"
+fi
 exit "$rc"
