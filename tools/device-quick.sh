@@ -15,7 +15,9 @@
 #      a run on TIEBREAK_QUICK_NCU_SOURCE_ARGS (default: the ncu step's), summarised by
 #      tools/ncu-source-summary.py (quick-ncu-source.txt),
 #   6. tools/attention-bench.py on TIEBREAK_QUICK_BENCH_ARGS (default: bf16 and fp32, probe off, sfu;
-#      TIEBREAK_QUICK_BENCH=0 skips it).
+#      TIEBREAK_QUICK_BENCH=0 skips it); with TIEBREAK_QUICK_BASE (a tree made by tools/ab-base.sh and
+#      carried), that tree's attention_bench (sm_90a, built just before this step) is timed beside it,
+#      same cases, same run.
 # Everything lands in $OUT (quick-*.log, ncu.csv, attention-bench.md/json). Steps run in this order,
 # the most needed first, so a call cut short still returns them.
 set -uo pipefail
@@ -64,9 +66,21 @@ if [ "${TIEBREAK_QUICK_NCU_SOURCE:-0}" = 1 ]; then
   "$ncu_bin" -i "$rep.ncu-rep" --page details >"$OUTDIR/quick-ncu-details.txt" 2>&1
   say "ncu source summary exit $?"
 fi
+base_args=()
+if [ -n "${TIEBREAK_QUICK_BASE:-}" ]; then
+  BB=${TIEBREAK_DEVICE_BUILD:-build-device}/quick-base
+  if cmake -S "$TIEBREAK_QUICK_BASE" -B "$BB" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON \
+       -DCMAKE_CUDA_ARCHITECTURES=90a-real -DTIEBREAK_BUILD_BENCHMARKS=OFF -DTIEBREAK_BUILD_TESTS=OFF >"$OUTDIR/quick-base-build.log" 2>&1 &&
+     cmake --build "$BB" -j "$(nproc)" --target attention_bench >>"$OUTDIR/quick-base-build.log" 2>&1; then
+    base_args=(--base-bench "$BB/bench/attention_bench" --base-label "$(cat "$TIEBREAK_QUICK_BASE/.ab-base-ref" 2>/dev/null || echo base)")
+    say "base tree built"
+  else
+    say "base tree did not build: $(tail -3 "$OUTDIR/quick-base-build.log" | tr '\n' ' ')"
+  fi
+fi
 if [ "${TIEBREAK_QUICK_BENCH:-1}" = 1 ]; then
   read -r -a b_args <<<"${TIEBREAK_QUICK_BENCH_ARGS:---modes bf16,fp32 --probe off --exp sfu --max-seconds 60}"
-  "${TIEBREAK_PYTHON:-python3}" tools/attention-bench.py --bench "$B/bench/attention_bench" --out "$OUTDIR" "${b_args[@]}" >"$OUTDIR/quick-bench.log" 2>&1
+  "${TIEBREAK_PYTHON:-python3}" tools/attention-bench.py --bench "$B/bench/attention_bench" --out "$OUTDIR" "${base_args[@]}" "${b_args[@]}" >"$OUTDIR/quick-bench.log" 2>&1
   say "attention-bench exit $?"
 fi
 exit "$rc"
