@@ -806,9 +806,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         // l ⊗ 1 (a branch per row; the same bits). An offset of +Inf (m ⊗ c overflowed) makes
         // o ⊖ o NaN, and alpha NaN: such rows take the full path. (Unfused, their l is NaN already;
         // fused, fma(m, c, −Inf) is −Inf for a finite m, so l can be 0 and alpha's NaN matters.)
-        // Only where counting: the plain modes' straight-line code spills 16 bytes with the branch
-        // (ptxas, sm_90a, D = 128 bf16), and they have no count update and debias test to skip.
-        const bool settled = counting && r.tmax[x] < mo && r.off[x] < f32::inf;
+        // Only in the probed kernels, where it paid (H100, 2026-12-06 01:28 UTC, same run: probed
+        // forwards 0.99-1.07x without it, mostly faster). Unprobed debias timed 0.96-1.00x with it
+        // (S = 1k, where maxima rise in most tiles, lost most), and the plain modes' code spilled
+        // 16 bytes with the branch (ptxas, sm_90a, D = 128 bf16).
+        const bool settled = Probe::enabled && r.tmax[x] < mo && r.off[x] < f32::inf;
         const float mn = f32::max(mo, r.tmax[x]);
         // The row's repeat counts: a new maximum restarts them. Settled, the exact count adds 0, so
         // only the probe's near count has anything to add.
