@@ -806,10 +806,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         // l ⊗ 1 (a branch per row; the same bits). An offset of +Inf (m ⊗ c overflowed) makes
         // o ⊖ o NaN, and alpha NaN: such rows take the full path. (Unfused, their l is NaN already;
         // fused, fma(m, c, −Inf) is −Inf for a finite m, so l can be 0 and alpha's NaN matters.)
-        // Only in the probed kernels, where it paid (H100, 2026-12-06 01:28 UTC, same run: probed
-        // forwards 0.99-1.07x without it, mostly faster). Unprobed debias timed 0.96-1.00x with it
-        // (S = 1k, where maxima rise in most tiles, lost most), and the plain modes' code spilled
-        // 16 bytes with the branch (ptxas, sm_90a, D = 128 bf16).
+        // Only in the probed kernels, where it paid: against the same kernels without it (H100,
+        // 2026-12-06 01:28 UTC, same run) the probed forwards ran at 0.99-1.07x, mostly faster;
+        // unprobed debias at 0.96-1.00x (S = 1k, where maxima rise in most tiles, lost most), and
+        // the plain modes' code spilled 16 bytes with the branch (ptxas, sm_90a, D = 128 bf16).
         const bool settled = Probe::enabled && r.tmax[x] < mo && r.off[x] < f32::inf;
         const float mn = f32::max(mo, r.tmax[x]);
         // The row's repeat counts: a new maximum restarts them. Settled, the exact count adds 0, so
