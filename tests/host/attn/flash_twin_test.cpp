@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <iterator>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tiebreak/fp/fast.hpp"
@@ -230,6 +231,37 @@ TEST(FlashTwin, ThreadCountDoesNotChangeABit) {
   EXPECT_EQ(a.lse.size(), b.lse.size());
   for (std::size_t x = 0; x < a.lse.size(); ++x) EXPECT_EQ(f32_to_bits(a.lse[x]), f32_to_bits(b.lse[x]));
   EXPECT_EQ(a.counters, b.counters);
+}
+
+// A row whose scaled maximum overflows: s = 2^100 at key 0 (q and k 2^50 in one column), the other
+// keys 2^50 (in the next key tile), scale 2^30, so m ⊗ c = +Inf while every other s ⊗ c is finite.
+// Fused, fma(s, c, −Inf) is −Inf for every key, so l = 0 after the first tile, and the offset is
+// +Inf: the second tile's alpha is exp2(Inf ⊖ Inf) = NaN, and O and LSE come out NaN. The probed
+// kernels skip the offset of rows whose maximum settled, but never with an offset of +Inf: probed and
+// unprobed give the same bits in every mode, unfused (NaN from the first tile) and fused.
+TEST(FlashTwin, OverflowingScaledMaximumIsNaNProbedOrNot) {
+  const attn::shape s{1, 1, 1, 1, 128, 64, 64};
+  problem_data p = make(s, false, 21);
+  p.prob.scale = 0x1p30;
+  std::fill(p.q.begin(), p.q.end(), bf16_of(0.0));
+  std::fill(p.k.begin(), p.k.end(), bf16_of(0.0));
+  p.q[0] = bf16_of(0x1p50);
+  for (std::size_t j = 0; j < s.seq_k; ++j) p.k[s.k_offset(0, 0, j)] = bf16_of(j == 0 ? 0x1p50 : 1.0);
+  for (out_mode m : attn::all_out_modes)
+    for (attn::score_scaling sc : {attn::score_scaling::unfused, attn::score_scaling::fused}) {
+      SCOPED_TRACE(std::string(attn::to_string(m)) + (sc == attn::score_scaling::fused ? " fused" : " unfused"));
+      attn::flash_options opt{m};
+      opt.scaling = sc;
+      const outputs plain = forward(p, opt, false), probed = forward(p, opt, true);
+      EXPECT_EQ(plain.o, probed.o);
+      for (std::size_t c = 0; c < s.dim_v; ++c) {
+        EXPECT_EQ(f32_to_bits(plain.o_f32[c]), f32_to_bits(probed.o_f32[c]));
+        if (m == out_mode::fp32) EXPECT_TRUE(std::isnan(plain.o_f32[c]));
+        else EXPECT_TRUE(std::isnan(of_bf16(plain.o[c])));
+      }
+      EXPECT_EQ(f32_to_bits(plain.lse[0]), f32_to_bits(probed.lse[0]));
+      EXPECT_TRUE(std::isnan(plain.lse[0]));
+    }
 }
 
 // Every row of the planted problem has its maximum at keys 0..3 (four exact repeats): bf16 mode
