@@ -18,12 +18,27 @@
 #      TIEBREAK_QUICK_BENCH=0 skips it); with TIEBREAK_QUICK_BASE (a tree made by tools/ab-base.sh and
 #      carried), that tree's attention_bench (sm_90a, built just before this step) is timed beside it,
 #      same cases, same run.
-# Everything lands in $OUT (quick-*.log, ncu.csv, attention-bench.md/json). Steps run in this order,
-# the most needed first, so a call cut short still returns them.
+# Everything lands in $OUT. Steps run in this order, the most needed first, so a call cut short still
+# returns them. The device tool brings back at most 8 files, so on exit (also an early one) every file
+# but the summaries (quick.log, attention-bench.md/json, ncu.csv, quick-ncu-source.txt, quick-raw.jsonl,
+# quick-clocks.csv) is packed into quick-logs.tar.gz.
 set -uo pipefail
 OUTDIR=${OUT:-build-device/out}
 B=${TIEBREAK_DEVICE_BUILD:-build-device}/quick
 mkdir -p "$OUTDIR" "$B"
+pack_logs() {
+  [ -n "${OUT:-}" ] || return 0  # only in the device tool's return folder
+  local keep=" quick.log attention-bench.md attention-bench.json ncu.csv quick-ncu-source.txt quick-raw.jsonl quick-clocks.csv quick-logs.tar.gz "
+  local f rest=()
+  for f in "$OUTDIR"/*; do
+    [ -e "$f" ] || continue
+    case "$keep" in *" $(basename "$f") "*) ;; *) rest+=("$(basename "$f")") ;; esac
+  done
+  if [ ${#rest[@]} -gt 0 ]; then
+    tar -czf "$OUTDIR/quick-logs.tar.gz" -C "$OUTDIR" "${rest[@]}" && (cd "$OUTDIR" && rm -rf "${rest[@]}")
+  fi
+}
+trap pack_logs EXIT
 say() { echo "[device-quick +$SECONDS s] $*" | tee -a "$OUTDIR/quick.log"; }
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee -a "$OUTDIR/quick.log"
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a-real \
