@@ -39,19 +39,8 @@ LOG="$OUTDIR/device-check.log"
 : >"$LOG"
 # The device tool brings back at most 8 files: on exit every file of $OUTDIR but these summaries goes
 # into device-logs.tar.gz (TIEBREAK_DEVICE_KEEP replaces the list).
-pack_logs() {
-  [ -n "${OUT:-}" ] || return 0  # only in the device tool's return folder
-  local keep=" ${TIEBREAK_DEVICE_KEEP:-device-check.log ctest.log sanitizer-summary.txt attention-bench.md attention-bench.json attn-ncu.txt attn-ncu-source.txt} device-logs.tar.gz "
-  local f rest=()
-  for f in "$OUTDIR"/*; do
-    [ -e "$f" ] || continue
-    case "$keep" in *" $(basename "$f") "*) ;; *) rest+=("$(basename "$f")") ;; esac
-  done
-  if [ ${#rest[@]} -gt 0 ]; then
-    tar -czf "$OUTDIR/device-logs.tar.gz" -C "$OUTDIR" "${rest[@]}" && (cd "$OUTDIR" && rm -rf "${rest[@]}")
-  fi
-}
-trap pack_logs EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/device-out.sh"
+trap 'pack_out device-logs.tar.gz ${TIEBREAK_DEVICE_KEEP:-device-check.log ctest.log sanitizer-summary.txt attention-bench.md attention-bench.json attn-ncu.txt attn-ncu-source.txt}' EXIT
 
 say() { echo "[device-check +$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
 left() { echo $(( DEADLINE - ($(date +%s) - START) )); }

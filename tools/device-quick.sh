@@ -26,19 +26,8 @@ set -uo pipefail
 OUTDIR=${OUT:-build-device/out}
 B=${TIEBREAK_DEVICE_BUILD:-build-device}/quick
 mkdir -p "$OUTDIR" "$B"
-pack_logs() {
-  [ -n "${OUT:-}" ] || return 0  # only in the device tool's return folder
-  local keep=" quick.log attention-bench.md attention-bench.json ncu.csv quick-ncu-source.txt quick-raw.jsonl quick-clocks.csv quick-logs.tar.gz "
-  local f rest=()
-  for f in "$OUTDIR"/*; do
-    [ -e "$f" ] || continue
-    case "$keep" in *" $(basename "$f") "*) ;; *) rest+=("$(basename "$f")") ;; esac
-  done
-  if [ ${#rest[@]} -gt 0 ]; then
-    tar -czf "$OUTDIR/quick-logs.tar.gz" -C "$OUTDIR" "${rest[@]}" && (cd "$OUTDIR" && rm -rf "${rest[@]}")
-  fi
-}
-trap pack_logs EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/device-out.sh"
+trap 'pack_out quick-logs.tar.gz quick.log attention-bench.md attention-bench.json ncu.csv quick-ncu-source.txt quick-raw.jsonl quick-clocks.csv' EXIT
 say() { echo "[device-quick +$SECONDS s] $*" | tee -a "$OUTDIR/quick.log"; }
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee -a "$OUTDIR/quick.log"
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIEBREAK_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a-real \
