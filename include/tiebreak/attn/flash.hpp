@@ -799,38 +799,28 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       TIEBREAK_UNROLL
       for (int x = 0; x < XR; ++x) {
         const float mo = r.m[x];
-        // The quad's tile maximum below the running one (most rows, once the maximum has settled):
-        // the maximum stays, no score repeats it (tc = 0 below), so the offset row_offset would
-        // compute is the one in force, and alpha = exp2(o ⊖ o) = exp2(0) = 1 exactly (exp2_sw and the
-        // SFU's ex2 alike): both are taken as they are, skipping row_offset, the exponential and
-        // l ⊗ 1 (a branch per row; the same bits). An offset of +Inf (m ⊗ c overflowed) makes
-        // o ⊖ o NaN, and alpha NaN: such rows take the full path. (Unfused, their l is NaN already;
-        // fused, fma(m, c, −Inf) is −Inf for a finite m, so l can be 0 and alpha's NaN matters.)
-        // Only in the probed kernels, where it paid: against the same kernels without it (H100,
-        // 2026-12-06 01:28 UTC, same run) the probed forwards ran at 0.99-1.07x, mostly faster;
-        // unprobed debias at 0.96-1.00x (S = 1k, where maxima rise in most tiles, lost most), and
-        // the plain modes' code spilled 16 bytes with the branch (ptxas, sm_90a, D = 128 bf16).
+        // Probed kernels only: a row whose quad tile maximum lies below its running one keeps its
+        // maximum, adds 0 to its exact count (below) and so keeps its offset, and alpha =
+        // exp2(o ⊖ o) = 1 exactly (exp2_sw and the SFU's ex2 alike): row_offset, the exponential and
+        // l ⊗ 1 are skipped, the same bits. An offset of +Inf (m ⊗ c overflowed) makes alpha NaN,
+        // which matters when fused (fma(m, c, −Inf) = −Inf can leave l = 0): such rows take the full
+        // path (FlashTwin.OverflowingScaledMaximumIsNaNProbedOrNot). Unprobed kernels gained nothing
+        // from the branch on the H100 (debias 0.96-1.00x, 2026-12-06), and bf16's code spilled with it.
         const bool settled = Probe::enabled && r.tmax[x] < mo && r.off[x] < f32::inf;
         const float mn = f32::max(mo, r.tmax[x]);
-        // The row's repeat counts: a new maximum restarts them. Settled, the exact count adds 0, so
-        // only the probe's near count has anything to add.
-        auto update_counts = [&] {
-          if constexpr (counting) {
-            const std::uint32_t tw = r.tcount[x >> 1];
-            const std::uint32_t tc = (tw >> (8 * (x & 1))) & 0xffu, tn = (tw >> (16 + 8 * (x & 1))) & 0xffu;
-            if (mn > mo || mo == -f32::inf) {
-              r.cnt[x] = tc;
-              r.near[x] = tn;
-            } else {
-              r.cnt[x] += tc;
-              r.near[x] += tn;
-            }
+        if constexpr (counting) {  // the row's repeat counts: a new maximum restarts them
+          const std::uint32_t tw = r.tcount[x >> 1];
+          const std::uint32_t tc = (tw >> (8 * (x & 1))) & 0xffu, tn = (tw >> (16 + 8 * (x & 1))) & 0xffu;
+          if (mn > mo || mo == -f32::inf) {
+            r.cnt[x] = tc;
+            r.near[x] = tn;
+          } else {
+            r.cnt[x] += tc;
+            r.near[x] += tn;
           }
-        };
-        if constexpr (Probe::enabled) update_counts();
+        }
         float on = r.off[x], alpha = 1.0f, l = r.l[x];
         if (!settled) {
-          if constexpr (!Probe::enabled) update_counts();
           on = row_offset<Mode>(mn, r.cnt[x], c);
           alpha = mo == -f32::inf ? 0.0f : exp2_p<E, Be>(f32::sub_rn(r.off[x], on));
           r.m[x] = mn;
