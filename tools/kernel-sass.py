@@ -3,7 +3,7 @@
 """Static profile of one attention kernel, without a GPU (issue 18: "profile before changing").
 
 Compiles one instantiation of the forward kernel (attn::flash_forward_block with the device backend)
-or of a gradient kernel (flash_dkdv_block, flash_dq_block) for sm_90a with the library's flags
+or of a gradient kernel (flash_dkdv_block; flash_dq_block in trees before the dQ chain) for sm_90a with the library's flags
 (--fmad=false, no fast math), then prints what ptxas reports (registers, spills, stack) and, where
 cuobjdump exists, the machine code: SASS instructions in all and in the tile loop (the largest
 backward branch whose body holds tensor-core instructions, HMMA), the loop's tensor-core, ldmatrix,
@@ -51,7 +51,8 @@ BODIES = {
            "%(probe)s, attn::exp2_policy::%(exp)s>(be, a, c, bh / heads, bh %% heads, blk, "
            "%(probe)s::enabled ? partial + static_cast<std::size_t>(bh) * n_qt + blk : nullptr);",
     "dkdv": "attn::flash_dkdv_block<be_t, %(dim)d, attn::score_scaling::%(scaling)s, attn::exp2_policy::%(exp)s>"
-            "(be, a, c, bh / heads, bh %% heads, blk);",
+            "(be, a, c, bh / heads, bh %% heads, blk%(chain)s);",
+    # trees before 2026-12-06's dQ chain (the dK/dV block computes dQ since)
     "dq": "attn::flash_dq_block<be_t, %(dim)d, attn::score_scaling::%(scaling)s, attn::exp2_policy::%(exp)s>"
           "(be, a, c, bh / heads, bh %% heads, blk);",
 }
@@ -81,7 +82,13 @@ def compile_kernel(tree, args, nvcc, work):
         else:
             mb = ", attn::fwd_min_blocks"
     probe = "attn::thread_counting_probe" if args.probe else "probe::no_probe"
-    body = BODIES[args.kernel] % dict(dim=args.dim, mode=args.mode, scaling=args.scaling, exp=args.exp, probe=probe)
+    with open(os.path.join(tree, "include", "tiebreak", "attn", "flash.hpp")) as f:
+        header = f.read()
+    if args.kernel == "dq" and "flash_dq_block" not in header:
+        sys.exit("kernel-sass: %s has no dQ kernel (the dK/dV kernel computes dQ: --kernel dkdv)" % tree)
+    chain = ", attn::dq_chain{}" if "struct dq_chain" in header else ""  # the dK/dV block's dQ chain
+    body = BODIES[args.kernel] % dict(dim=args.dim, mode=args.mode, scaling=args.scaling, exp=args.exp, probe=probe,
+                                      chain=chain)
     src = os.path.join(work, "k.cu")
     with open(src, "w") as f:
         f.write(KERNEL_SRC % dict(threads=threads, min_blocks=mb, body=body))
