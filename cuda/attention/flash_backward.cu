@@ -28,14 +28,18 @@ __global__ void __launch_bounds__(attn::bwd_threads)
 }
 
 /// dK, dV and dQ: a block per bwd_rows keys of a key/value head. The blocks take their work in
-/// ticket order (an atomic counter, not blockIdx, whose start order CUDA does not promise): ticket t
-/// is key tile t / n_bk of (batch, key/value head) t % n_bk, so every block a block waits for in the
-/// dQ chain (attn::dq_chain: the same (batch, kvh), an earlier key tile) took its ticket earlier and is
-/// resident or done. Key-tile-major also starts the heaviest blocks first when causal (the first keys:
-/// every later query tile sees them), and lets a block trail its chain predecessor by about one step.
+/// ticket order (an atomic counter, not blockIdx, whose start order CUDA does not promise). The
+/// (batch, key/value head) pairs go in groups of `group`; within a group ticket r is key tile
+/// r / g of pair r % g (g the group's size), so every block a block waits for in the dQ chain
+/// (attn::dq_chain: the same pair, an earlier key tile) took its ticket earlier and is resident or
+/// done, and the heaviest blocks start first when causal (the first keys: every later query tile
+/// sees them). The group's size sets how far a block trails its chain predecessor (about group /
+/// resident blocks of a block's steps): the launcher keeps it near two steps, so that the f32
+/// accumulators a block reads were written recently enough to be in L2.
 template <int D, attn::score_scaling Sc, attn::exp2_policy E>
 __global__ void __launch_bounds__(attn::bwd_threads)
-    flash_gradient_kernel(attn::flash_args a, attn::flash_consts c, attn::dq_chain ch, unsigned* ticket, unsigned n_bk) {
+    flash_gradient_kernel(attn::flash_args a, attn::flash_consts c, attn::dq_chain ch, unsigned* ticket, unsigned n_bk,
+                          unsigned n_kb, unsigned group) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
   // The ticket passes through the last word of dSᵀ's tile, which the block first writes after the
@@ -44,9 +48,10 @@ __global__ void __launch_bounds__(attn::bwd_threads)
   unsigned* slot = reinterpret_cast<unsigned*>(smem_raw + attn::bwd_smem_bytes<D>) - 1;
   if (threadIdx.x == 0) *slot = atomicAdd(ticket, 1u);
   __syncthreads();
-  const unsigned t = *slot;
+  const unsigned t = *slot, per_group = group * n_kb, g0 = t / per_group * group, r = t % per_group;
+  const unsigned size = n_bk - g0 < group ? n_bk - g0 : group;
   const int kvh_all = static_cast<int>(a.prob.shape.kv_heads);
-  const int bk = static_cast<int>(t % n_bk), kb = static_cast<int>(t / n_bk);
+  const int bk = static_cast<int>(g0 + r % size), kb = static_cast<int>(r / size);
   attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, bk / kvh_all, bk % kvh_all, kb, ch);
 }
 
@@ -82,8 +87,17 @@ void gradients(const attn::flash_args& a, cudaStream_t st) {
   constexpr std::size_t smem = attn::bwd_smem_bytes<D>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute");
-  kernel<<<static_cast<unsigned>(n_kb * n_bk), attn::bwd_threads, smem, st>>>(a, c, ch, flags.data() + tiles,
-                                                                             static_cast<unsigned>(n_bk));
+  // Resident blocks, and the group size that makes a block trail its predecessor by about two of its
+  // steps (a block's steps: the query tiles of its group of heads).
+  int dev = 0, sms = 0, per_sm = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, attn::bwd_threads, smem), "occupancy");
+  const double steps = static_cast<double>(attn::dq_chain_tiles(s) * s.group());
+  const double want = 2.0 * sms * (per_sm > 0 ? per_sm : 1) / steps;
+  const std::size_t group = want < 1 ? 1 : want > static_cast<double>(n_bk) ? n_bk : static_cast<std::size_t>(want + 0.5);
+  kernel<<<static_cast<unsigned>(n_kb * n_bk), attn::bwd_threads, smem, st>>>(
+      a, c, ch, flags.data() + tiles, static_cast<unsigned>(n_bk), static_cast<unsigned>(n_kb), static_cast<unsigned>(group));
   check(cudaGetLastError(), "launch dK/dV/dQ");
   check(cudaStreamSynchronize(st), "backward kernels (delta, dK/dV/dQ)");
 }

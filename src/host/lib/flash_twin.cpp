@@ -246,8 +246,8 @@ void gradients(const attn::flash_args& a, unsigned threads) {
   std::vector<float> acc(tiles * 64 * D);
   std::vector<std::uint32_t> flags(tiles, 0);
   const attn::dq_chain ch{acc.data(), flags.data()};
-  // Block i: key tile i / n_bk of (b, kvh) = i % n_bk, as the kernel's tickets: a block's chain
-  // predecessors have smaller indices.
+  // Block i: key tile i / n_bk of (b, kvh) = i % n_bk: a block's chain predecessors have smaller
+  // indices, so they started first (the kernel's tickets keep the same property, in groups).
   std::atomic<bool> failed{false};
   parallel_blocks(n_kb * n_bk, threads, [&](std::size_t i) {
     try {
