@@ -3,7 +3,8 @@
 """Static profile of one attention kernel, without a GPU (issue 18: "profile before changing").
 
 Compiles one instantiation of the forward kernel (attn::flash_forward_block with the device backend)
-or of a gradient kernel (flash_dkdv_block; flash_dq_block in trees before the dQ chain) for sm_90a with the library's flags
+or of a gradient kernel (flash_dkdv_block, flash_dq_block; a tree with the dQ chain of fa4b4a7, reverted,
+has no flash_dq_block and passes its dK/dV block a chain) for sm_90a with the library's flags
 (--fmad=false, no fast math), then prints what ptxas reports (registers, spills, stack) and, where
 cuobjdump exists, the machine code: SASS instructions in all and in the tile loop (the largest
 backward branch whose body holds tensor-core instructions, HMMA), the loop's tensor-core, ldmatrix,
@@ -52,7 +53,7 @@ BODIES = {
            "%(probe)s::enabled ? partial + static_cast<std::size_t>(bh) * n_qt + blk : nullptr);",
     "dkdv": "attn::flash_dkdv_block<be_t, %(dim)d, attn::score_scaling::%(scaling)s, attn::exp2_policy::%(exp)s>"
             "(be, a, c, bh / heads, bh %% heads, blk%(chain)s);",
-    # trees before 2026-12-06's dQ chain (the dK/dV block computes dQ since)
+    # (not in a tree with the dQ chain, fa4b4a7: its dK/dV block computes dQ)
     "dq": "attn::flash_dq_block<be_t, %(dim)d, attn::score_scaling::%(scaling)s, attn::exp2_policy::%(exp)s>"
           "(be, a, c, bh / heads, bh %% heads, blk);",
 }
