@@ -406,6 +406,26 @@ def run_bench(path, args, out_dir, budget, log, name="tiebreak"):
     return [r for r in recs if r.get("kind") != "meta"], meta, note
 
 
+def knows_exp(prog):
+    """Whether the attention_bench at `prog` takes --exp (programs from before it time the software
+    exponential only): its --help names the option."""
+    try:
+        p = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--exp" in p.stdout + p.stderr
+
+
+def base_exp(prog, args):
+    """The base tree's exponential: --base-exp, or with "auto" (the default) this tree's --exp where
+    the base program knows the option, else software. (Until 2026-12-06 the default was software
+    always, which timed a base's software exponential against this tree's SFU one.)"""
+    choice = getattr(args, "base_exp", "auto")
+    if choice != "auto":
+        return choice
+    return getattr(args, "exp", "software") if knows_exp(prog) else "software"
+
+
 def run_trees(path, base, args, out_dir, budget, log):
     """This tree's program and the base tree's on the same cases, alternating one (pass, sequence
     length) group at a time: the first group this tree first, the next the base first, and so on, so
@@ -421,6 +441,8 @@ def run_trees(path, base, args, out_dir, budget, log):
     for name in logs:
         open(os.path.join(out_dir, logs[name]), "w").close()
     groups = [(p, s) for p in args.passes for s in args.seqs]
+    base_exp_choice = base_exp(base, args)
+    log("[attention-bench] base tree's exponential: %s" % base_exp_choice)
     dead = set()  # a program that failed before its first case (no device, a bad option) is not called again
     for i, (pass_, seq) in enumerate(groups):
         for name, prog in (trees if i % 2 == 0 else trees[::-1]):
@@ -429,7 +451,7 @@ def run_trees(path, base, args, out_dir, budget, log):
             sub = argparse.Namespace(**vars(args))
             sub.passes, sub.seqs = [pass_], [seq]
             if name == "tiebreak-base":
-                sub.exp = getattr(args, "base_exp", "software")
+                sub.exp = base_exp_choice
             left = max(budget - (time.monotonic() - start), 1) if budget else 0
             r, meta, note = run_bench(prog, sub, out_dir, left, log, name=name + "-part")
             for x in r:
@@ -476,8 +498,9 @@ def parse_args(argv):
     p.add_argument("--scaling", default="unfused", choices=("unfused", "fused", "both"))
     p.add_argument("--exp", default="both", choices=("software", "sfu", "both"),
                    help="the exponential: exp2_sw, the SFU's ex2.approx (modelled), or both")
-    p.add_argument("--base-exp", default="software", choices=("software", "sfu", "both"),
-                   help="the base tree's exponentials (software: a tree from before --exp)")
+    p.add_argument("--base-exp", default="auto", choices=("auto", "software", "sfu", "both"),
+                   help="the base tree's exponentials (auto: this tree's --exp where the base program knows "
+                        "--exp, else software, all a tree from before --exp times)")
     p.add_argument("--passes", default="fwd,fwd+bwd")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
@@ -696,6 +719,21 @@ def self_test(bench):
         if not cond:
             fails.append(what)
 
+    # The base tree's exponential: "auto" follows --exp where the base program's --help names --exp.
+    with tempfile.TemporaryDirectory() as tmp:
+        progs = {}
+        for name, text in (("new", "  --exp TEXT  the exponential"), ("old", "  --seqs TEXT")):
+            progs[name] = os.path.join(tmp, name)
+            with open(progs[name], "w") as f:
+                f.write("#!/bin/sh\necho '%s'\n" % text)
+            os.chmod(progs[name], 0o755)
+        ns = argparse.Namespace(exp="sfu", base_exp="auto")
+        check(base_exp(progs["new"], ns) == "sfu", "base exp auto: a program with --exp follows --exp")
+        check(base_exp(progs["old"], ns) == "software", "base exp auto: a program without --exp is software")
+        check(base_exp(os.path.join(tmp, "missing"), ns) == "software", "base exp auto: a missing program")
+        check(base_exp(progs["new"], argparse.Namespace(exp="sfu", base_exp="software")) == "software",
+              "base exp named")
+
     # The FLOP convention.
     check(flops(16, 16, 1024, 128, False, "fwd") == 4 * 16 * 16 * 1024 ** 2 * 128, "flops fwd")
     check(flops(16, 16, 1024, 128, True, "fwd") == 2 * 16 * 16 * 1024 ** 2 * 128, "flops causal")
@@ -877,8 +915,8 @@ def self_test(bench):
         # A base program that fails before its first case: one note, not called again, this tree's cases kept.
         broken = os.path.join(d, "broken")
         with open(broken, "w") as f:
-            f.write("#!%s\nimport sys\nopen(%r, 'a').write('broken\\n')\nsys.exit('attention_bench: no CUDA device')\n"
-                    % (sys.executable, calls))
+            f.write("#!%s\nimport sys\nif '--help' in sys.argv: sys.exit(0)\nopen(%r, 'a').write('broken\\n')\n"
+                    "sys.exit('attention_bench: no CUDA device')\n" % (sys.executable, calls))
         os.chmod(broken, 0o755)
         open(calls, "w").close()
         msgs = []
