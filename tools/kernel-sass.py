@@ -71,11 +71,12 @@ def find_tool(name, env, nvcc):
 
 def compile_kernel(tree, args, nvcc, work):
     threads = "attn::fwd_threads" if args.kernel == "fwd" else "attn::bwd_threads"
+    with open(os.path.join(tree, "include", "tiebreak", "attn", "flash.hpp")) as f:
+        header = f.read()  # what the tree has decides the wrapper's bound and the body's arguments
     if args.min_blocks is not None:
         mb = ", %d" % args.min_blocks
     else:
-        with open(os.path.join(tree, "include", "tiebreak", "attn", "flash.hpp")) as f:
-            per_probe = re.search(r"template <bool Probed>\s*inline constexpr int fwd_min_blocks", f.read())
+        per_probe = re.search(r"template <bool Probed>\s*inline constexpr int fwd_min_blocks", header)
         if args.kernel != "fwd":
             mb = ""
         elif per_probe:  # trees whose bound depends on the probe
@@ -83,8 +84,6 @@ def compile_kernel(tree, args, nvcc, work):
         else:
             mb = ", attn::fwd_min_blocks"
     probe = "attn::thread_counting_probe" if args.probe else "probe::no_probe"
-    with open(os.path.join(tree, "include", "tiebreak", "attn", "flash.hpp")) as f:
-        header = f.read()
     if args.kernel == "dq" and "flash_dq_block" not in header:
         sys.exit("kernel-sass: %s has no dQ kernel (the dK/dV kernel computes dQ: --kernel dkdv)" % tree)
     chain = ", attn::dq_chain{}" if "struct dq_chain" in header else ""  # the dK/dV block's dQ chain
