@@ -3,6 +3,7 @@
 // hardware backend, behind tiebreak::gpu::attention_backward. Deterministic: every output element
 // is written by one thread, in an order fixed by the algorithm (no floating-point atomics; dQ's
 // chain across blocks is ordered by flags, attn::dq_chain).
+#include <cstdlib>
 #include <cstdint>
 #include <stdexcept>
 
@@ -30,12 +31,10 @@ __global__ void __launch_bounds__(attn::bwd_threads)
 /// dK, dV and dQ: a block per bwd_rows keys of a key/value head. The blocks take their work in
 /// ticket order (an atomic counter, not blockIdx, whose start order CUDA does not promise). The
 /// (batch, key/value head) pairs go in groups of `group`; within a group ticket r is key tile
-/// r / g of pair r % g (g the group's size), so every block a block waits for in the dQ chain
-/// (attn::dq_chain: the same pair, an earlier key tile) took its ticket earlier and is resident or
-/// done, and the heaviest blocks start first when causal (the first keys: every later query tile
-/// sees them). The group's size sets how far a block trails its chain predecessor (about group /
-/// resident blocks of a block's steps): the launcher keeps it near two steps, so that the f32
-/// accumulators a block reads were written recently enough to be in L2.
+/// n_kb − 1 − r / g of pair r % g (g the group's size), so every block a block waits for in the dQ
+/// chain (attn::dq_chain: the same pair, the next key tile) took its ticket earlier and is resident
+/// or done. The group's size sets how far apart in time the blocks of a pair start (about group /
+/// resident blocks of a block's steps).
 template <int D, attn::score_scaling Sc, attn::exp2_policy E>
 __global__ void __launch_bounds__(attn::bwd_threads)
     flash_gradient_kernel(attn::flash_args a, attn::flash_consts c, attn::dq_chain ch, unsigned* ticket, unsigned n_bk,
@@ -51,7 +50,7 @@ __global__ void __launch_bounds__(attn::bwd_threads)
   const unsigned t = *slot, per_group = group * n_kb, g0 = t / per_group * group, r = t % per_group;
   const unsigned size = n_bk - g0 < group ? n_bk - g0 : group;
   const int kvh_all = static_cast<int>(a.prob.shape.kv_heads);
-  const int bk = static_cast<int>(g0 + r % size), kb = static_cast<int>(r / size);
+  const int bk = static_cast<int>(g0 + r % size), kb = static_cast<int>(n_kb - 1 - r / size);
   attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, bk / kvh_all, bk % kvh_all, kb, ch);
 }
 
@@ -97,7 +96,14 @@ void gradients(const attn::flash_args& a, cudaStream_t st) {
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, attn::bwd_threads, smem), "occupancy");
   const double steps = static_cast<double>(attn::dq_chain_tiles(s) * s.group()) / (a.prob.causal() ? 2 : 1);
-  const double want = 2.0 * sms * (per_sm > 0 ? per_sm : 1) / steps;
+  // TIEBREAK_DQ_CHAIN_LEAD (steps, default 2) replaces the two steps: a tuning knob of the schedule
+  // only (the group size never changes a bit).
+  double lead = 2.0;
+  if (const char* e = std::getenv("TIEBREAK_DQ_CHAIN_LEAD")) {
+    const double v = std::strtod(e, nullptr);
+    if (v > 0 && v < 1e6) lead = v;
+  }
+  const double want = lead * sms * (per_sm > 0 ? per_sm : 1) / steps;
   const std::size_t group = want < 1 ? 1 : want > static_cast<double>(n_bk) ? n_bk : static_cast<std::size_t>(want + 0.5);
   kernel<<<static_cast<unsigned>(n_kb * n_bk), attn::bwd_threads, smem, st>>>(
       a, c, ch, flags.data() + tiles, static_cast<unsigned>(n_bk), static_cast<unsigned>(n_kb), static_cast<unsigned>(group));

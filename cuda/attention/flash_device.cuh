@@ -191,10 +191,11 @@ struct device_backend {
     return t;
   }
   /// After a barrier that every thread's stores of the accumulators precede: thread 0 publishes them
-  /// (fence at GPU scope, then the flag).
+  /// with a release store at GPU scope. No separate fence: the barrier orders the other threads'
+  /// stores before thread 0's release, and a release is cumulative (PTX memory model: what happens
+  /// before it, through the barrier's synchronisation, is visible to the acquire that reads the flag).
   __device__ __forceinline__ static void chain_release(std::uint32_t* flag, std::uint32_t value) {
     if (threadIdx.x != 0) return;
-    __threadfence();
     asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(value) : "memory");
   }
   /// Two adjacent elements in one store (the caller's index is even: the address is 4- or 8-byte aligned).

@@ -1208,14 +1208,16 @@ struct dkdv_regs {
 };
 
 /// dQ as a chain across the dK/dV blocks. Query tile qt (64 rows) of head h is seen by the key tiles
-/// kb < K(qt), a prefix (first_visible_row grows with the key). Block kb adds its 64 keys to the tile's
-/// dQ exactly where the dQ kernel it replaces did, after key tile kb − 1 and before kb + 1: it waits
-/// until flags[tile] = kb, reads the f32 accumulators block kb − 1 left (a float stored and read back
-/// is the same float, so the chain of mma and every bit are those of one block running over all the
-/// keys), continues the chain over its four 16-key chunks in order and stores them, or, as block
-/// K(qt) − 1, stores dQ (⊗ scale, then bf16); then sets flags[tile] = kb + 1. Per tile, 64 × D floats
-/// in the order of the thread fragments (dq_acc_offset), so that a warp's loads and stores are
-/// whole 512-byte runs.
+/// kb < K(qt) (dq_chain_keys), a prefix (first_visible_row grows with the key). Its chain runs from key
+/// tile K − 1 down to 0: block kb is link pos = K − 1 − kb. It waits until flags[tile] = pos, reads the
+/// f32 accumulators link pos − 1 (key tile kb + 1) left (a float stored and read back is the same
+/// float, so every bit is that of one chain of mma over the keys in this order), continues the chain
+/// over its four 16-key chunks in order and stores them, or, as key tile 0, stores dQ (⊗ scale, then
+/// bf16); then sets flags[tile] = pos + 1. Each block runs its query tiles upward from the first that
+/// sees it, so blocks kb and kb + 1 started together reach a tile one step apart, kb + 1 first (when
+/// causal: kb + 1 starts a tile higher); the caller starts kb + 1 before kb. Per tile, 64 × D floats
+/// in the order of the thread fragments (dq_acc_offset), so that a warp's loads and stores are whole
+/// 512-byte runs.
 struct dq_chain {
   float* acc = nullptr;              ///< batch · heads · query tiles · 64 · D floats (no initial value needed)
   std::uint32_t* flags = nullptr;    ///< batch · heads · query tiles, zero before the call
@@ -1227,6 +1229,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD std::size_t dq_chain_tiles(const shape& sh) noe
 /// The first query tile key tile kb (a valid one) is seen by.
 TIEBREAK_FORCEINLINE TIEBREAK_HD int bwd_first_qtile(const problem& p, int kb) noexcept {
   return static_cast<int>(p.first_visible_row(static_cast<std::size_t>(kb) * bwd_rows) / bwd_tile);
+}
+/// K, the number of key tiles that see query tile qt: those of [0, K) (a prefix: bwd_first_qtile grows
+/// with the key tile), the links of the tile's dQ chain.
+TIEBREAK_FORCEINLINE TIEBREAK_HD int dq_chain_keys(const problem& p, int qt) noexcept {
+  const std::size_t seq_q = p.shape.seq_q, last = static_cast<std::size_t>(qt) * bwd_tile + (bwd_tile - 1);
+  const std::size_t keys = p.visible_keys(last < seq_q ? last : seq_q - 1);
+  return static_cast<int>((keys + bwd_rows - 1) / bwd_rows);
 }
 /// Offset, in a query tile's accumulators, of the four floats of thread (w, lane)'s fragment (mt, dn).
 template <int D>
@@ -1266,16 +1275,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std:
 
 /// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh), and these keys' part of dQ (the
 /// chain `ch`, above). K and V stay in shared memory; the steps run over the heads of the group and,
-/// per head, the query tiles from the last down to the first that sees these keys; step i's Q and dO
-/// tiles (and its rows' lse2 and delta) sit in buffer i & 1, and step i + 1's are copied while step i
-/// computes. Per element: Sᵀ and dPᵀ chains over the head-dim chunks in order; dV and dK chains over the
-/// query tiles from the last down, each tile's 16-row chunks in order; dQ a chain over the keys'
-/// 16-wide chunks in order. Descending query tiles let blocks kb − 1 and kb of a causal head reach
-/// each query tile one step apart when they start together (ascending, block kb waits 1.5 steps more
-/// per key tile: it starts at the diagonal, which kb − 1 reaches at its second step).
-/// Blocks of the same (b, kvh) wait on each other through the chain: the caller starts
-/// block kb only after every block kb' < kb of the same (b, kvh) has started (then, by induction, the
-/// wait ends).
+/// per head, the query tiles from the first that sees these keys upward; step i's Q and dO tiles (and
+/// its rows' lse2 and delta) sit in buffer i & 1, and step i + 1's are copied while step i computes.
+/// Per element: Sᵀ and dPᵀ chains over the head-dim chunks in order; dV and dK chains over the query
+/// tiles upward, each tile's 16-row chunks in order; dQ a chain over the keys' 16-wide chunks in
+/// order, key tiles from the last down. Blocks of the same (b, kvh) wait on each other through the
+/// chain: the caller starts block kb only after every block kb' > kb of the same (b, kvh) has started
+/// (then, by induction from the last key tile, the wait ends).
 template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
                                                        int kb, const dq_chain& ch) {
@@ -1299,9 +1305,6 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
   R regs[Be::slots];
 
   const int qt0 = bwd_first_qtile(a.prob, kb), n_qt = static_cast<int>(dq_chain_tiles(sh));
-  // This block is the last of query tile qt's dQ chain when the next key tile does not see it.
-  const int n_kb = (seq_k + bwd_rows - 1) / bwd_rows;
-  const int next_qt0 = kb + 1 < n_kb ? bwd_first_qtile(a.prob, kb + 1) : n_qt;
   const int h0 = static_cast<int>(sh.q_head(static_cast<std::size_t>(kvh), 0)), h_end = h0 + static_cast<int>(sh.group());
   auto chain_tile = [&](int h, int qt) {
     return (static_cast<std::size_t>(b) * sh.heads + static_cast<std::size_t>(h)) * static_cast<std::size_t>(n_qt) +
@@ -1327,7 +1330,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
 
   load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
   load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
-  load_step(h0, n_qt - 1, 0);  // qt0 < n_qt: every key is seen by the last row
+  load_step(h0, qt0, 0);  // qt0 < n_qt: every key is seen by the last row
   be.commit();  // K, V and the first step's tiles
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
@@ -1339,10 +1342,14 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
         for (int j = 0; j < 4; ++j) r.dv[mt][i][j] = r.dk[mt][i][j] = 0.0f;
   });
   std::size_t done = ~std::size_t{0};  // the query tile whose dQ the previous step stored
-  for (int h = h0, qt = n_qt - 1, buf = 0; h < h_end; buf ^= 1) {
-    const int nh = qt > qt0 ? h : h + 1, nqt = qt > qt0 ? qt - 1 : n_qt - 1;
+  std::uint32_t done_pos = 0;          // and this block's place in that tile's chain
+  for (int h = h0, qt = qt0, buf = 0; h < h_end; buf ^= 1) {
+    const int nh = qt < n_qt - 1 ? h : h + 1, nqt = qt < n_qt - 1 ? qt + 1 : qt0;
     const int q0 = qt * bwd_tile;
     const std::size_t tile = chain_tile(h, qt);
+    // The chain of query tile qt runs over the key tiles that see it, [0, K), from K − 1 down to 0:
+    // this block is its link pos = K − 1 − kb (dq_chain).
+    const int pos = dq_chain_keys(a.prob, qt) - 1 - kb;
     // This step's copies are the only ones in flight; a thread's own are visible to it after the
     // wait: threads < 64 turn their row's LSE into lse2 in place (+Inf past seq_q: P = 0). After the
     // barrier all of buffer buf is visible, and every thread is done with the previous step (its Pᵀ
@@ -1354,7 +1361,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     be.sync();
     // After the barrier every thread has stored its part of the previous step's dQ: its tile is
     // handed to key tile kb + 1.
-    if (done != ~std::size_t{0}) be.chain_release(ch.flags + done, static_cast<std::uint32_t>(kb + 1));
+    if (done != ~std::size_t{0}) be.chain_release(ch.flags + done, done_pos + 1);
     if (nh < h_end) {
       load_step(nh, nqt, buf ^ 1);
       be.commit();
@@ -1436,9 +1443,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
             be.store2(dsts + o, static_cast<std::uint16_t>(dw), static_cast<std::uint16_t>(dw >> 16));
           }
     });
-    // Key tile kb − 1 has added to this query tile's dQ (usually long since: blocks start in key-tile
-    // order).
-    if (kb > 0) be.chain_wait(ch.flags + tile, static_cast<std::uint32_t>(kb));
+    // Key tile kb + 1 has added to this query tile's dQ (a step ago in this block's own order, when
+    // both started together: it reached this tile one step earlier).
+    if (pos > 0) be.chain_wait(ch.flags + tile, static_cast<std::uint32_t>(pos));
     be.sync();  // every quarter of Pᵀ and dSᵀ is written
     // The dQ accumulators so far (0 for the first key tile), loaded now: dV and dK hide the latency.
     float* acc = ch.acc + tile * (std::size_t{64} * D);
@@ -1449,7 +1456,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       for (int mt = 0; mt < MT; ++mt)
         TIEBREAK_UNROLL
         for (int dn = 0; dn < DNW; ++dn) {
-          if (kb > 0) be.load_cg4(r.dq[mt][dn], acc + dq_acc_offset<D>(w, lane, mt, dn));
+          if (pos > 0) be.load_cg4(r.dq[mt][dn], acc + dq_acc_offset<D>(w, lane, mt, dn));
           else
             TIEBREAK_UNROLL
             for (int j = 0; j < 4; ++j) r.dq[mt][dn][j] = 0.0f;
@@ -1492,7 +1499,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     accumulate(pts, dob, [](R& r) -> float(&)[MT][DNW][4] { return r.dv; }, row_major{});
     accumulate(dsts, qb, [](R& r) -> float(&)[MT][DNW][4] { return r.dk; }, row_major{});
     accumulate(dsts, ks, [](R& r) -> float(&)[MT][DNW][4] { return r.dq; }, std::true_type{});
-    if (qt < next_qt0) {  // the chain's last key tile: dQ ⊗ scale, to bf16
+    if (kb == 0) {  // the chain's last key tile: dQ ⊗ scale, to bf16
       auto row_of = [&](int w, int g, int x) { return q0 + 32 * (w >> 1) + 16 * (x >> 1) + g + 8 * (x & 1); };
       bwd_store<true, MT, DNW, Be>(be, regs, [](R& r, int mt) -> float(&)[DNW][4] { return r.dq[mt]; }, a.t.dq,
                                    [&](int row) { return sh.q_offset(b, h, row); }, row_of,
@@ -1508,12 +1515,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       });
     }
     done = tile;
+    done_pos = static_cast<std::uint32_t>(pos);
     h = nh;
     qt = nqt;
   }
   if (done != ~std::size_t{0}) {
     be.sync();  // every thread's part of the last step's dQ is stored
-    be.chain_release(ch.flags + done, static_cast<std::uint32_t>(kb + 1));
+    be.chain_release(ch.flags + done, done_pos + 1);
   }
   be.template wait<0>();  // nothing left in flight when no query tile saw these keys
   auto key_of = [&](int w, int g, int x) { return k0 + 32 * (w >> 1) + 16 * (x >> 1) + g + 8 * (x & 1); };

@@ -246,8 +246,9 @@ void gradients(const attn::flash_args& a, unsigned threads) {
   std::vector<float> acc(tiles * 64 * D);
   std::vector<std::uint32_t> flags(tiles, 0);
   const attn::dq_chain ch{acc.data(), flags.data()};
-  // Block i: key tile i / n_bk of (b, kvh) = i % n_bk: a block's chain predecessors have smaller
-  // indices, so they started first (the kernel's tickets keep the same property, in groups).
+  // Block i: key tile n_kb − 1 − i / n_bk of (b, kvh) = i % n_bk: a block's chain predecessors (the
+  // later key tiles) have smaller indices, so they started first (the kernel's tickets keep the same
+  // property, in groups).
   std::atomic<bool> failed{false};
   parallel_blocks(n_kb * n_bk, threads, [&](std::size_t i) {
     try {
@@ -255,7 +256,7 @@ void gradients(const attn::flash_args& a, unsigned threads) {
       be_t be{smem.data(), &failed};
       const std::size_t bk = i % n_bk;
       attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, static_cast<int>(bk / s.kv_heads),
-                                          static_cast<int>(bk % s.kv_heads), static_cast<int>(i / n_bk), ch);
+                                          static_cast<int>(bk % s.kv_heads), static_cast<int>(n_kb - 1 - i / n_bk), ch);
     } catch (...) {
       failed = true;
       throw;
