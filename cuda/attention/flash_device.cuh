@@ -101,17 +101,6 @@ struct device_backend {
                  : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                  : "r"(addr));
   }
-  /// A from a tile stored k-major (attn::load_a_kmajor) in one ldmatrix.x4.trans: matrices
-  /// (k0, m0), (k0, m0 + 8), (k0 + 8, m0), (k0 + 8, m0 + 8) of the stored tile.
-  template <int C>
-  __device__ __forceinline__ static void load_a_kmajor(std::uint32_t (&a)[4], const std::uint16_t* tile, int m0, int k0,
-                                                       int lane) {
-    const int m = lane >> 3, r = lane & 7;
-    const unsigned addr = tile_addr<C>(tile, k0 + r + 8 * (m >> 1), m0 + 8 * (m & 1));
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                 : "r"(addr));
-  }
   /// Two B fragments (blocks n0 and n0 + 8) in one ldmatrix.x4: matrices (n0, k0), (n0, k0 + 8),
   /// (n0 + 8, k0), (n0 + 8, k0 + 8).
   ///
@@ -155,50 +144,6 @@ struct device_backend {
     const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
     static_assert(sizeof(out) == sizeof(v));
     memcpy(&out, &v, sizeof(v));
-  }
-  /// Four floats (16-byte aligned) that another block of this kernel may have written: ld.global.cg
-  /// (L2, coherent across the SMs; never the non-coherent read-only path), and their store, st.global.cg.
-  __device__ __forceinline__ static void load_cg4(float (&v)[4], const float* p) {
-    const float4 x = __ldcg(reinterpret_cast<const float4*>(p));
-    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-  }
-  __device__ __forceinline__ static void store_cg4(float* p, const float (&v)[4]) {
-    __stcg(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
-  }
-  /// The dQ chain's hand-over (attn::dq_chain), warp by warp: each warp's lane 0 waits until *flag =
-  /// value (an acquire load at GPU scope, polled), and __syncwarp carries the order to the warp's other
-  /// lanes, which then read their accumulators with ld.global.cg. A wait that outlasts
-  /// chain_timeout_ns (no step of any shape comes near it; a bug in the order would) traps instead of
-  /// hanging the GPU: the launch fails with an error.
-  static constexpr unsigned long long chain_timeout_ns = 30'000'000'000ull;
-  __device__ __forceinline__ static void chain_wait_warp(const std::uint32_t* flag, std::uint32_t value, int tid) {
-    if ((tid & 31) == 0) {
-      const unsigned long long t0 = globaltimer();
-      for (;;) {
-        std::uint32_t v;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
-        if (v == value) break;
-        __nanosleep(32);
-        if (globaltimer() - t0 > chain_timeout_ns) {
-          printf("tiebreak: the dQ chain's wait for flag %u (now %u) timed out in block %u\n", value, v, blockIdx.x);
-          __trap();
-        }
-      }
-    }
-    __syncwarp();
-  }
-  __device__ __forceinline__ static unsigned long long globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-    return t;
-  }
-  /// After the warp's stores of its accumulators: lane 0 publishes them with a release store at GPU
-  /// scope. __syncwarp orders the other lanes' stores before it, and a release is cumulative (PTX
-  /// memory model: what happens before it, through the warp barrier's synchronisation, is visible to
-  /// the acquire that reads the flag).
-  __device__ __forceinline__ static void chain_release_warp(std::uint32_t* flag, std::uint32_t value, int tid) {
-    __syncwarp();
-    if ((tid & 31) == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(value) : "memory");
   }
   /// Two adjacent elements in one store (the caller's index is even: the address is 4- or 8-byte aligned).
   __device__ __forceinline__ static void store2(std::uint16_t* p, std::uint16_t lo, std::uint16_t hi) {

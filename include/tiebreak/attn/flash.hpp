@@ -346,18 +346,6 @@ TIEBREAK_HDC void load_b_kmajor(std::uint32_t (&b)[2], const std::uint16_t* tile
   }
 }
 
-/// A with a(m, k) = tile[k0 + k][m0 + m] (the tile's rows are the k index: dSᵀ, stored key by key, as
-/// the A operand of dQ = dS K).
-template <int C>
-TIEBREAK_HDC void load_a_kmajor(std::uint32_t (&a)[4], const std::uint16_t* tile, int m0, int k0, int lane) noexcept {
-  const int g = lane >> 2, t = lane & 3;
-  TIEBREAK_UNROLL
-  for (int r = 0; r < 4; ++r) {
-    const int m = m0 + g + 8 * (r & 1), k = k0 + 2 * t + 8 * (r >> 1);
-    a[r] = pack2(tile[swz<C>(k, m)], tile[swz<C>(k + 1, m)]);
-  }
-}
-
 /// The operands of one thread in a warp-collective mma (be.mma).
 struct mma_frags {
   const std::uint32_t* a;  ///< 4 registers
@@ -1032,12 +1020,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 
 
 // --- the backward pass -----------------------------------------------------------------------------
-// Two deterministic kernels (no floating-point atomics), each a function below:
+// Three deterministic kernels (no floating-point atomics), each a function below:
 //   1. flash_delta_block:  delta[i] = Σ_c dO[i][c] · O[i][c] (fma chain over c in order; O as the mode
 //      stored it), and the probe's delta error against the same sum over the f32 O;
 //   2. flash_dkdv_block:   64 keys of one key/value head: over the heads of its group and the query
-//      tiles from the last down, Sᵀ = K Qᵀ, Pᵀ, dPᵀ = V dOᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − delta), dV += Pᵀ dO, dK += dSᵀ Q,
-//      and dQ += dS K, each query tile's dQ a chain over the key tiles in order (dq_chain).
+//      tiles in order, Sᵀ = K Qᵀ, Pᵀ, dPᵀ = V dOᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − delta), dV += Pᵀ dO, dK += dSᵀ Q;
+//   3. flash_dq_block:     128 query rows (dq_rows): over the key tiles of 32 (dq_keys) in order, S, P,
+//      dP = dO Vᵀ, dS, dQ += dS K.
 // P = exp2(x) with x from the raw score and lse2 = LSE ⊗ log2 e (score_x; a row with LSE = −Inf has
 // P = 0). Sᵀ and S (and dPᵀ and dP) are bit-identical: each element is the same chain of fused
 // tensor-core steps over the same exact products. dQ, dK, dV: f32 accumulators ⊗ scale, then bf16
@@ -1055,6 +1044,17 @@ inline constexpr int bwd_tile = 64;              ///< the dK/dV block's query ti
 template <int D>
 inline constexpr std::size_t bwd_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4 + 2 * 64 * 64 * 2;
 
+/// The dQ kernel's block: dq_rows query rows, two 16-row m-tiles per warp (every B fragment of K and
+/// V it loads feeds both), keys streamed dq_keys at a time (the registers: a thread holds 2 x D / 2
+/// dQ accumulators and 2 x 2 x dq_keys / 2 of S and dP).
+inline constexpr int dq_mtiles = 2;
+inline constexpr int dq_rows = 16 * dq_mtiles * bwd_warps;
+inline constexpr int dq_keys = 32;
+/// Shared memory of the dQ kernel: the block's Q and dO (dq_rows x D each), the K and V tiles it
+/// streams (dq_keys x D, double-buffered) and its rows' lse2 and delta (dq_rows floats each).
+/// D = 128: 99 328 bytes, two blocks per SM.
+template <int D>
+inline constexpr std::size_t dq_smem_bytes = (std::size_t{2} * dq_rows + 4 * dq_keys) * D * 2 + 2 * dq_rows * 4;
 /// Shared memory of the delta kernel (probed): one head_counters per thread.
 inline constexpr std::size_t delta_smem_bytes = sizeof(probe::head_counters) * bwd_threads;
 
@@ -1204,45 +1204,7 @@ struct dkdv_regs {
   float dp[MT][NB][4];       ///< dPᵀ, then dSᵀ
   float dv[MT][DNW][4];
   float dk[MT][DNW][4];
-  float dq[MT][DNW][4];      ///< the step's dQ: queries 32 (w >> 1).., head dims (D / 2)(w & 1)..
 };
-
-/// dQ as a chain across the dK/dV blocks. Query tile qt (64 rows) of head h is seen by the key tiles
-/// kb < K(qt) (dq_chain_keys), a prefix (first_visible_row grows with the key). Its chain runs from key
-/// tile K − 1 down to 0: block kb is link pos = K − 1 − kb. Each warp w waits until flags[tile][w] = pos, reads the
-/// f32 accumulators link pos − 1 (key tile kb + 1) left (a float stored and read back is the same
-/// float, so every bit is that of one chain of mma over the keys in this order), continues the chain
-/// over its four 16-key chunks in order and stores them, or, as key tile 0, stores dQ (⊗ scale, then
-/// bf16); then sets flags[tile][w] = pos + 1 (a flag per warp: warp w of every link reads and writes the
-/// same accumulators, dq_acc_offset). Each block runs its query tiles upward from the first that
-/// sees it, so blocks kb and kb + 1 started together reach a tile one step apart, kb + 1 first (when
-/// causal: kb + 1 starts a tile higher); the caller starts kb + 1 before kb. Per tile, 64 × D floats
-/// in the order of the thread fragments (dq_acc_offset), so that a warp's loads and stores are whole
-/// 512-byte runs.
-struct dq_chain {
-  float* acc = nullptr;              ///< batch · heads · query tiles · 64 · D floats (no initial value needed)
-  std::uint32_t* flags = nullptr;    ///< batch · heads · query tiles · bwd_warps, zero before the call
-};
-/// The chain's query tiles of a head: 64 rows each.
-TIEBREAK_FORCEINLINE TIEBREAK_HD std::size_t dq_chain_tiles(const shape& sh) noexcept {
-  return (sh.seq_q + bwd_tile - 1) / bwd_tile;
-}
-/// The first query tile key tile kb (a valid one) is seen by.
-TIEBREAK_FORCEINLINE TIEBREAK_HD int bwd_first_qtile(const problem& p, int kb) noexcept {
-  return static_cast<int>(p.first_visible_row(static_cast<std::size_t>(kb) * bwd_rows) / bwd_tile);
-}
-/// K, the number of key tiles that see query tile qt: those of [0, K) (a prefix: bwd_first_qtile grows
-/// with the key tile), the links of the tile's dQ chain.
-TIEBREAK_FORCEINLINE TIEBREAK_HD int dq_chain_keys(const problem& p, int qt) noexcept {
-  const std::size_t seq_q = p.shape.seq_q, last = static_cast<std::size_t>(qt) * bwd_tile + (bwd_tile - 1);
-  const std::size_t keys = p.visible_keys(last < seq_q ? last : seq_q - 1);
-  return static_cast<int>((keys + bwd_rows - 1) / bwd_rows);
-}
-/// Offset, in a query tile's accumulators, of the four floats of thread (w, lane)'s fragment (mt, dn).
-template <int D>
-TIEBREAK_FORCEINLINE TIEBREAK_HD int dq_acc_offset(int w, int lane, int mt, int dn) noexcept {
-  return (((w * dkdv_mtiles + mt) * (D / 16) + dn) * 32 + lane) * 4;
-}
 
 /// Stores a gradient: the thread's accumulators acc(r, mt) (MT m-tiles of DNW blocks of 8 columns),
 /// row row_of(w, g, x) for local row x = 2 mt + (i >> 1), column col_of(w) + 8 dn + 2 t + (i & 1),
@@ -1274,18 +1236,15 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std:
   });
 }
 
-/// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh), and these keys' part of dQ (the
-/// chain `ch`, above). K and V stay in shared memory; the steps run over the heads of the group and,
-/// per head, the query tiles from the first that sees these keys upward; step i's Q and dO tiles (and
-/// its rows' lse2 and delta) sit in buffer i & 1, and step i + 1's are copied while step i computes.
-/// Per element: Sᵀ and dPᵀ chains over the head-dim chunks in order; dV and dK chains over the query
-/// tiles upward, each tile's 16-row chunks in order; dQ a chain over the keys' 16-wide chunks in
-/// order, key tiles from the last down. Blocks of the same (b, kvh) wait on each other through the
-/// chain: the caller starts block kb only after every block kb' > kb of the same (b, kvh) has started
-/// (then, by induction from the last key tile, the wait ends).
+/// dK and dV of keys [kb·64, kb·64 + 64) of (b, key/value head kvh). K and V stay in shared memory;
+/// the steps run over the heads of the group and, per head, the query tiles from the first that sees
+/// these keys, in that order; step i's Q and dO tiles (and its rows' lse2 and delta) sit in buffer
+/// i & 1, and step i + 1's are copied while step i computes. Per element the same chains as with any
+/// other tiling: Sᵀ and dPᵀ over the head-dim chunks in order, dV and dK over the query tiles' 16-row
+/// chunks in order.
 template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
-                                                       int kb, const dq_chain& ch) {
+                                                       int kb) {
   using R = dkdv_regs<D>;
   constexpr int MT = R::MT, NB = R::NB, PK = R::PK, DNW = R::DNW, T = 64 * D;
   static_assert(bwd_rows == 64 && bwd_tile == 64 && bwd_warps == 4, "the quarters assume 64 x 64 tiles and 4 warps");
@@ -1305,20 +1264,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
   std::uint16_t* dsts = be.smem() + DSTS;
   R regs[Be::slots];
 
-  const int qt0 = bwd_first_qtile(a.prob, kb), n_qt = static_cast<int>(dq_chain_tiles(sh));
+  const int first_row = static_cast<int>(a.prob.first_visible_row(static_cast<std::size_t>(k0 < seq_k ? k0 : seq_k - 1)));
+  const int qt0 = first_row / bwd_tile, n_qt = (seq_q + bwd_tile - 1) / bwd_tile;
   const int h0 = static_cast<int>(sh.q_head(static_cast<std::size_t>(kvh), 0)), h_end = h0 + static_cast<int>(sh.group());
-  auto chain_tile = [&](int h, int qt) {
-    return (static_cast<std::size_t>(b) * sh.heads + static_cast<std::size_t>(h)) * static_cast<std::size_t>(n_qt) +
-           static_cast<std::size_t>(qt);
-  };
-  // Block 0 writes dQ = 0 for the rows of the query tiles that no key tile sees (causal, seq_q > seq_k:
-  // rows that see no key; the chain covers the rest of them, with P = 0).
-  if (kb == 0)
-    for (int h = h0; h < h_end; ++h)
-      be.for_threads([&](int tid) {
-        for (int row = tid; row < qt0 * bwd_tile; row += bwd_threads)
-          for (int col = 0; col < D; col += 2) be.store2(a.t.dq + sh.q_offset(b, h, row) + col, std::uint16_t{0}, std::uint16_t{0});
-      });
   // Step (h, qt): the Q and dO tiles of query tile qt of head h, and its rows' LSE and delta (raw),
   // into buffer buf (cp.async; rows past seq_q read as zero).
   auto load_step = [&](int h, int qt, int buf) {
@@ -1331,7 +1279,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
 
   load_rows<Be, D>(be, ks, a.t.k + sh.k_offset(b, kvh, 0), k0, seq_k);
   load_rows<Be, D>(be, vs, a.t.v + sh.v_offset(b, kvh, 0), k0, seq_k);
-  load_step(h0, qt0, 0);  // qt0 < n_qt: every key is seen by the last row
+  if (qt0 < n_qt) load_step(h0, qt0, 0);
   be.commit();  // K, V and the first step's tiles
   be.for_threads([&](int tid) {
     R& r = regs[be.slot(tid)];
@@ -1342,13 +1290,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
         TIEBREAK_UNROLL
         for (int j = 0; j < 4; ++j) r.dv[mt][i][j] = r.dk[mt][i][j] = 0.0f;
   });
-  for (int h = h0, qt = qt0, buf = 0; h < h_end; buf ^= 1) {
-    const int nh = qt < n_qt - 1 ? h : h + 1, nqt = qt < n_qt - 1 ? qt + 1 : qt0;
+  for (int h = h0, qt = qt0, buf = 0; qt < n_qt; buf ^= 1) {
+    const int nh = qt + 1 < n_qt ? h : h + 1, nqt = qt + 1 < n_qt ? qt + 1 : qt0;
     const int q0 = qt * bwd_tile;
-    const std::size_t tile = chain_tile(h, qt);
-    // The chain of query tile qt runs over the key tiles that see it, [0, K), from K − 1 down to 0:
-    // this block is its link pos = K − 1 − kb (dq_chain).
-    const int pos = dq_chain_keys(a.prob, qt) - 1 - kb;
     // This step's copies are the only ones in flight; a thread's own are visible to it after the
     // wait: threads < 64 turn their row's LSE into lse2 in place (+Inf past seq_q: P = 0). After the
     // barrier all of buffer buf is visible, and every thread is done with the previous step (its Pᵀ
@@ -1440,43 +1384,17 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
           }
     });
     be.sync();  // every quarter of Pᵀ and dSᵀ is written
-    // Key tile kb + 1 has added to this query tile's dQ (a step ago in this block's own order, when
-    // both started together: it reached this tile one step earlier). Warp w waits for warp w of that
-    // block only: each reads exactly the accumulators its counterpart wrote (dq_acc_offset), so no
-    // block barrier holds the other warps while one polls.
-    if (pos > 0)
-      be.for_threads([&](int tid) {
-        be.chain_wait_warp(ch.flags + tile * bwd_warps + (tid >> 5), static_cast<std::uint32_t>(pos), tid);
-      });
-    // The dQ accumulators so far (0 for the first key tile), loaded now: dV and dK hide the latency.
-    float* acc = ch.acc + tile * (std::size_t{64} * D);
-    be.for_threads([&](int tid) {
-      R& r = regs[be.slot(tid)];
-      const int w = tid >> 5, lane = tid & 31;
-      TIEBREAK_UNROLL
-      for (int mt = 0; mt < MT; ++mt)
-        TIEBREAK_UNROLL
-        for (int dn = 0; dn < DNW; ++dn) {
-          if (pos > 0) be.load_cg4(r.dq[mt][dn], acc + dq_acc_offset<D>(w, lane, mt, dn));
-          else
-            TIEBREAK_UNROLL
-            for (int j = 0; j < 4; ++j) r.dq[mt][dn][j] = 0.0f;
-        }
-    });
-    // dV += Pᵀ dO, dK += dSᵀ Q and dQ += dS K: the warp's keys (dQ: queries) 32 (w >> 1).. and head
-    // dims (D / 2)(w & 1)..; per 16-wide chunk of queries (dQ: keys) the A fragments of its two m-tiles
-    // once, the B fragments two head-dim blocks at a time (ldmatrix.x4.trans).
-    auto accumulate = [&](const std::uint16_t* at, const std::uint16_t* bt, auto acc, auto a_kmajor) {
+    // dV += Pᵀ dO and dK += dSᵀ Q: the warp's keys 32 (w >> 1).. and head dims (D / 2)(w & 1)..; per
+    // 16-query chunk the A fragments of its two m-tiles once, the B fragments two head-dim blocks at
+    // a time (ldmatrix.x4.trans).
+    auto accumulate = [&](const std::uint16_t* at, const std::uint16_t* bt, auto acc) {
       TIEBREAK_UNROLL
       for (int pk = 0; pk < PK; ++pk) {
         be.for_threads([&](int tid) {
           R& r = regs[be.slot(tid)];
           const int w = tid >> 5, lane = tid & 31;
           TIEBREAK_UNROLL
-          for (int mt = 0; mt < MT; ++mt) {
-            if constexpr (decltype(a_kmajor)::value) be.template load_a_kmajor<64>(r.pa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * pk, lane);
-            else be.template load_a<64>(r.pa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * pk, lane);
-          }
+          for (int mt = 0; mt < MT; ++mt) be.template load_a<64>(r.pa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * pk, lane);
         });
         TIEBREAK_UNROLL
         for (int dn = 0; dn < DNW; dn += 2) {
@@ -1496,31 +1414,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
         }
       }
     };
-    using row_major = std::false_type;
-    accumulate(pts, dob, [](R& r) -> float(&)[MT][DNW][4] { return r.dv; }, row_major{});
-    accumulate(dsts, qb, [](R& r) -> float(&)[MT][DNW][4] { return r.dk; }, row_major{});
-    accumulate(dsts, ks, [](R& r) -> float(&)[MT][DNW][4] { return r.dq; }, std::true_type{});
-    if (kb == 0) {  // the chain's last key tile: dQ ⊗ scale, to bf16
-      auto row_of = [&](int w, int g, int x) { return q0 + 32 * (w >> 1) + 16 * (x >> 1) + g + 8 * (x & 1); };
-      bwd_store<true, MT, DNW, Be>(be, regs, [](R& r, int mt) -> float(&)[DNW][4] { return r.dq[mt]; }, a.t.dq,
-                                   [&](int row) { return sh.q_offset(b, h, row); }, row_of,
-                                   [](int w) { return (D / 2) * (w & 1); }, seq_q, c);
-    } else {
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        const int w = tid >> 5, lane = tid & 31;
-        TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
-          TIEBREAK_UNROLL
-          for (int dn = 0; dn < DNW; ++dn) be.store_cg4(acc + dq_acc_offset<D>(w, lane, mt, dn), r.dq[mt][dn]);
-      });
-      // Each warp hands its part on as soon as its own stores are done.
-      be.for_threads([&](int tid) {
-        be.chain_release_warp(ch.flags + tile * bwd_warps + (tid >> 5), static_cast<std::uint32_t>(pos + 1), tid);
-      });
-    }
+    accumulate(pts, dob, [](R& r) -> float(&)[MT][DNW][4] { return r.dv; });
+    accumulate(dsts, qb, [](R& r) -> float(&)[MT][DNW][4] { return r.dk; });
     h = nh;
-    qt = nqt;
+    qt = nh < h_end ? nqt : n_qt;
   }
   be.template wait<0>();  // nothing left in flight when no query tile saw these keys
   auto key_of = [&](int w, int g, int x) { return k0 + 32 * (w >> 1) + 16 * (x >> 1) + g + 8 * (x & 1); };
@@ -1529,6 +1426,163 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
                                 [&](int key) { return sh.v_offset(b, kvh, key); }, key_of, col_of, seq_k, c);
   bwd_store<true, MT, DNW, Be>(be, regs, [](R& r, int mt) -> float(&)[DNW][4] { return r.dk[mt]; }, a.t.dk,
                                [&](int key) { return sh.k_offset(b, kvh, key); }, key_of, col_of, seq_k, c);
+}
+
+/// Registers of one dQ thread: its 2 MT rows (local row x: fwd_row<MT>, as in the forward) of S / P
+/// and dP / dS for a tile of dq_keys keys, the B fragments of one head-dim chunk of that tile's K or
+/// V (every key block), and the dQ accumulators.
+template <int D>
+struct dq_regs {
+  static constexpr int MT = dq_mtiles, XR = 2 * MT, NB = dq_keys / 8, DN = D / 8, PK = dq_keys / 16;
+  std::uint32_t fa[4];       ///< A fragment of Q or dO: one head-dim chunk of one m-tile
+  std::uint32_t fb[NB][2];   ///< B fragments of K (S) or V (dP): one head-dim chunk, every key block
+  std::uint32_t bb[2][2];    ///< B fragments of K for dQ += dS K: one key chunk, two head-dim blocks
+  float s[MT][NB][4];        ///< S, then P
+  float dp[MT][NB][4];       ///< dP, then dS
+  std::uint32_t pa[MT][PK][4];  ///< dS as the bf16 A fragments of dS K
+  float dq[MT][DN][4];
+};
+
+/// dQ of query rows [qt·dq_rows, qt·dq_rows + dq_rows) of (b, h). Q and dO stay in shared memory;
+/// key tile kt (dq_keys keys) has its K and V in buffer kt & 1, and tile kt + 1's are copied while kt
+/// computes. Per element the same chains as with any other tiling: S and dP over the head-dim chunks in
+/// order, dQ over the keys' 16-wide chunks in order (the key tiles in order, their chunks in order).
+template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
+TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a, const flash_consts& c, int b, int h, int qt) {
+  using R = dq_regs<D>;
+  constexpr int MT = R::MT, XR = R::XR, NB = R::NB, DN = R::DN, PK = R::PK;
+  constexpr int QT = dq_rows * D, KT = dq_keys * D;  // elements of the block's tiles and of a streamed one
+  const shape& sh = a.prob.shape;
+  const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
+  const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
+  const int q0 = qt * dq_rows;
+  const int last_row = (q0 + dq_rows < seq_q ? q0 + dq_rows : seq_q) - 1;
+  const int keys = static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(last_row)));
+  const int tiles = (keys + dq_keys - 1) / dq_keys;
+  constexpr int KS = 2 * QT, VS = 2 * QT + 2 * KT;  // the streamed tiles' offsets in be.smem(), [2][dq_keys][D] each
+  std::uint16_t* qs = be.smem();
+  std::uint16_t* dos = qs + QT;
+  std::uint16_t* ks = be.smem() + KS;
+  std::uint16_t* vs = be.smem() + VS;
+  float* lse2s = reinterpret_cast<float*>(be.smem() + VS + 2 * KT);  // [dq_rows]: the block's rows
+  float* deltas = lse2s + dq_rows;                                   // [dq_rows]
+  R regs[Be::slots];
+  // The K and V tiles of key tile kt into buffer buf (cp.async).
+  auto load_step = [&](int kt, int buf) {
+    load_rows<Be, D, dq_keys>(be, ks + buf * KT, a.t.k + sh.k_offset(b, kvh, 0), kt * dq_keys, seq_k);
+    load_rows<Be, D, dq_keys>(be, vs + buf * KT, a.t.v + sh.v_offset(b, kvh, 0), kt * dq_keys, seq_k);
+  };
+
+  load_rows<Be, D, dq_rows>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
+  load_rows<Be, D, dq_rows>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  static_assert(dq_rows == bwd_threads, "load_floats: one row per thread");
+  be.template load_floats<dq_rows>(lse2s, a.t.lse + sh.q_row(b, h, q0), seq_q - q0);
+  be.template load_floats<dq_rows>(deltas, a.t.delta + sh.q_row(b, h, q0), seq_q - q0);
+  if (tiles > 0) load_step(0, 0);
+  be.commit();  // Q, dO, the rows' LSE and delta, and the first key tile
+  // A thread's own copies are visible to it after the wait: thread tid turns row tid's LSE into lse2
+  // in place (+Inf past seq_q: P = 0); the loop's first barrier makes them visible to all.
+  be.template wait<0>();
+  be.for_threads([&](int tid) {
+    R& r = regs[be.slot(tid)];
+    lse2s[tid] = q0 + tid < seq_q ? lse_log2(lse2s[tid]) : f32::inf;
+    TIEBREAK_UNROLL
+    for (int mt = 0; mt < MT; ++mt)
+      TIEBREAK_UNROLL
+      for (int i = 0; i < DN; ++i)
+        TIEBREAK_UNROLL
+        for (int j = 0; j < 4; ++j) r.dq[mt][i][j] = 0.0f;
+  });
+  for (int kt = 0; kt < tiles; ++kt) {
+    const int k0 = kt * dq_keys, buf = kt & 1;
+    const bool all_vis = tile_all_visible(a.prob, q0, dq_rows, k0, dq_keys);
+    // As in flash_dkdv_block: this tile's copies are the only ones in flight; after the barrier they
+    // are visible and every thread is done with tile kt − 1, whose buffer is refilled at once.
+    be.template wait<0>();
+    be.sync();
+    if (kt + 1 < tiles) {
+      load_step(kt + 1, buf ^ 1);
+      be.commit();
+    }
+    const int sel = buf * KT;  // the buffers as constant offsets from the base (fewer address registers)
+    const std::uint16_t* kb = be.smem() + (KS + sel);
+    const std::uint16_t* vb = be.smem() + (VS + sel);
+    // S = Q Kᵀ, then dP = dO Vᵀ.
+    auto row = [](int w, int mt) { return 16 * (MT * w + mt); };
+    auto key_row = [](int) { return 0; };
+    warp_products<MT, NB, Be, D>(be, regs, qs, row, kb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
+    warp_products<MT, NB, Be, D>(be, regs, dos, row, vb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    // P and dS. A row of a tile that every row sees, whose x all lie in [-126, 128) (x_in_range over
+    // the thread's scores of the row: most rows), takes exp2_sw_in_range: the same bits.
+    be.for_threads([&](int tid) {
+      R& r = regs[be.slot(tid)];
+      const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+      TIEBREAK_UNROLL
+      for (int xr = 0; xr < XR; ++xr) {
+        const int mt = xr >> 1, x = xr & 1, lr = fwd_row<MT>(0, w, g, xr);
+        const float lse2 = lse2s[lr], delta = deltas[lr];
+        bool in_range = all_vis;
+        if constexpr (E == exp2_policy::software) {  // the SFU takes every x: all_vis decides alone
+          float lo = f32::inf, hi = -f32::inf;
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              lo = f32::min_nan(lo, r.s[mt][nb][2 * x + e]);
+              hi = f32::max(hi, r.s[mt][nb][2 * x + e]);
+            }
+          in_range = in_range && x_in_range<Sc>(lo, hi, lse2, lse2, c);
+        }
+        if (in_range) {
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const int i = 2 * x + e;
+              const float p = exp2_p_in_range<E, Be>(score_x<Sc>(r.s[mt][nb][i], lse2, c));
+              r.dp[mt][nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[mt][nb][i], delta));
+            }
+        } else {
+          const int row = q0 + lr;
+          TIEBREAK_UNROLL
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const int i = 2 * x + e, key = k0 + 8 * nb + 2 * t + e;
+              const bool vis = all_vis || (key < seq_k && row < seq_q &&
+                                           a.prob.visible(static_cast<std::size_t>(row), static_cast<std::size_t>(key)));
+              const float p = recompute_p<Sc, E, Be>(r.s[mt][nb][i], lse2, vis, c);
+              r.dp[mt][nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[mt][nb][i], delta));
+            }
+        }
+      }
+      TIEBREAK_UNROLL
+      for (int mt = 0; mt < MT; ++mt) c_to_a_bf16<Be, NB>(r.pa[mt], r.dp[mt]);
+    });
+    // dQ += dS K: per 16-key chunk and pair of head-dim blocks one ldmatrix.x4.trans, for both m-tiles.
+    TIEBREAK_UNROLL
+    for (int pk = 0; pk < PK; ++pk) {
+      TIEBREAK_UNROLL
+      for (int dn = 0; dn < DN; dn += 2) {
+        be.for_threads([&](int tid) {
+          R& r = regs[be.slot(tid)];
+          be.template load_b2_kmajor<D>(r.bb[0], r.bb[1], kb, 16 * pk, 8 * dn, tid & 31);
+        });
+        TIEBREAK_UNROLL
+        for (int mt = 0; mt < MT; ++mt)
+          TIEBREAK_UNROLL
+          for (int j = 0; j < 2; ++j)
+            be.mma([&](int tid) {
+              R& r = regs[be.slot(tid)];
+              return mma_frags{r.pa[mt][pk], r.bb[j], r.dq[mt][dn + j]};
+            });
+      }
+    }
+  }
+  be.template wait<0>();  // nothing left in flight when the rows see no key
+  bwd_store<true, MT, DN, Be>(be, regs, [](R& r, int mt) -> float(&)[DN][4] { return r.dq[mt]; }, a.t.dq,
+                              [&](int row) { return sh.q_offset(b, h, row); },
+                              [&](int w, int g, int x) { return fwd_row<MT>(q0, w, g, x); }, [](int) { return 0; }, seq_q, c);
 }
 
 // --- which instantiation a call runs ---------------------------------------------------------------

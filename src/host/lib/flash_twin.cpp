@@ -77,35 +77,7 @@ struct twin_backend {
     attn::load_b_kmajor<C>(b0, tile, k0, n0, lane);
     attn::load_b_kmajor<C>(b1, tile, k0, n0 + 8, lane);
   }
-  template <int C>
-  static void load_a_kmajor(std::uint32_t (&a)[4], const std::uint16_t* tile, int m0, int k0, int lane) {
-    attn::load_a_kmajor<C>(a, tile, m0, k0, lane);
-  }
   static std::uint32_t load_pair(const std::uint16_t* p) noexcept { return attn::pack2(p[0], p[1]); }
-  static void load_cg4(float (&v)[4], const float* p) noexcept {
-    for (int i = 0; i < 4; ++i) v[i] = p[i];
-  }
-  static void store_cg4(float* p, const float (&v)[4]) noexcept {
-    for (int i = 0; i < 4; ++i) p[i] = v[i];
-  }
-  /// The dQ chain's hand-over between blocks run on different host threads (parallel_blocks starts
-  /// them in index order, so the block waited for is running or done). `abort`, when set, is raised by
-  /// a block that failed: its successors would wait for ever, so they throw instead.
-  const std::atomic<bool>* abort = nullptr;
-  /// Warp by warp, as the device: lane 0 waits (the lanes run in order on this host thread, so the
-  /// warp's loads come after it), lane 0 publishes after the pass that stored the warp's accumulators.
-  void chain_wait_warp(const std::uint32_t* flag, std::uint32_t value, int tid) const {
-    if ((tid & 31) != 0) return;
-    const std::atomic_ref<std::uint32_t> f(*const_cast<std::uint32_t*>(flag));
-    while (f.load(std::memory_order_acquire) != value) {
-      if (abort != nullptr && abort->load(std::memory_order_relaxed))
-        throw std::runtime_error("tiebreak::host::attention_backward: a block of the dQ chain failed");
-      std::this_thread::yield();
-    }
-  }
-  static void chain_release_warp(std::uint32_t* flag, std::uint32_t value, int tid) noexcept {
-    if ((tid & 31) == 0) std::atomic_ref<std::uint32_t>(*flag).store(value, std::memory_order_release);
-  }
   /// Eight bf16 encodings or four floats, p[0] first (the device: one 16-byte load).
   template <class E>
   static void load16(E (&out)[16 / sizeof(E)], const E* p) noexcept {
@@ -244,26 +216,21 @@ void gradients(const attn::flash_args& a, unsigned threads) {
   const attn::flash_consts c = attn::make_consts(a);
   const auto& s = a.prob.shape;
   using be_t = twin_backend<attn::bwd_threads>;
-  const std::size_t n_kb = (s.seq_k + attn::bwd_rows - 1) / attn::bwd_rows, n_bk = s.batch * s.kv_heads;
-  const std::size_t tiles = s.batch * s.heads * attn::dq_chain_tiles(s);
-  std::vector<float> acc(tiles * 64 * D);
-  std::vector<std::uint32_t> flags(tiles * attn::bwd_warps, 0);
-  const attn::dq_chain ch{acc.data(), flags.data()};
-  // Block i: key tile n_kb − 1 − i / n_bk of (b, kvh) = i % n_bk: a block's chain predecessors (the
-  // later key tiles) have smaller indices, so they started first (the kernel's tickets keep the same
-  // property, in groups).
-  std::atomic<bool> failed{false};
-  parallel_blocks(n_kb * n_bk, threads, [&](std::size_t i) {
-    try {
-      std::vector<std::uint16_t> smem(attn::bwd_smem_bytes<D> / 2 + 8);
-      be_t be{smem.data(), &failed};
-      const std::size_t bk = i % n_bk;
-      attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, static_cast<int>(bk / s.kv_heads),
-                                          static_cast<int>(bk % s.kv_heads), static_cast<int>(n_kb - 1 - i / n_bk), ch);
-    } catch (...) {
-      failed = true;
-      throw;
-    }
+  const std::size_t n_kb = (s.seq_k + attn::bwd_rows - 1) / attn::bwd_rows;
+  parallel_blocks(n_kb * s.batch * s.kv_heads, threads, [&](std::size_t i) {
+    std::vector<std::uint16_t> smem(attn::bwd_smem_bytes<D> / 2 + 8);
+    be_t be{smem.data()};
+    const std::size_t bk = i / n_kb;
+    attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, static_cast<int>(bk / s.kv_heads), static_cast<int>(bk % s.kv_heads),
+                                        static_cast<int>(i % n_kb));
+  });
+  const std::size_t n_qt = (s.seq_q + attn::dq_rows - 1) / attn::dq_rows;
+  parallel_blocks(n_qt * s.batch * s.heads, threads, [&](std::size_t i) {
+    std::vector<std::uint16_t> smem(attn::dq_smem_bytes<D> / 2 + 8);
+    be_t be{smem.data()};
+    const std::size_t bh = i / n_qt;
+    attn::flash_dq_block<be_t, D, Sc, E>(be, a, c, static_cast<int>(bh / s.heads), static_cast<int>(bh % s.heads),
+                                      static_cast<int>(i % n_qt));
   });
 }
 

@@ -288,8 +288,9 @@ TEST(FlashGpu, GradientKernelsKeepTwoBlocksPerSM) {
   TIEBREAK_REQUIRE_GPU();
   for (int dim : {64, 128}) {
     const gpu::gradient_occupancy o = gpu::attention_gradient_occupancy(dim);
-    std::printf("flash: D = %d: dK/dV/dQ %d blocks per SM\n", dim, o.dkdv);
+    std::printf("flash: D = %d: dK/dV %d, dQ %d blocks per SM\n", dim, o.dkdv, o.dq);
     EXPECT_GE(o.dkdv, 2) << "dim " << dim;
+    EXPECT_GE(o.dq, 2) << "dim " << dim;
   }
   EXPECT_THROW(gpu::attention_gradient_occupancy(96), std::invalid_argument);
 }

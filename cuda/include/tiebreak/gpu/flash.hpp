@@ -21,13 +21,13 @@ void attention_forward(const attn::flash_args& a, void* stream = nullptr);
 /// The backward pass on device memory: delta, dQ, dK, dV (deterministic: no floating-point atomics).
 void attention_backward(const attn::flash_args& a, void* stream = nullptr);
 
-/// Blocks per SM that the gradient kernel (dK, dV and dQ) of head dim `dim` (64 or 128) keeps resident on
-/// the current device, by cudaOccupancyMaxActiveBlocksPerMultiprocessor with its shared memory (the
-/// unfused, SFU instantiation; the others use the same memory). Laid out for two on the H100 and H200
-/// (attn::bwd_smem_bytes). Throws std::invalid_argument for another dim, std::runtime_error for a CUDA
-/// error.
+/// Blocks per SM that the gradient kernels of head dim `dim` (64 or 128) keep resident on the current
+/// device, by cudaOccupancyMaxActiveBlocksPerMultiprocessor with their shared memory (the unfused,
+/// SFU instantiation; the others use the same memory). Both kernels are laid out for two on the
+/// H100 and H200 (attn::bwd_smem_bytes, attn::dq_smem_bytes). Throws std::invalid_argument for
+/// another dim, std::runtime_error for a CUDA error.
 struct gradient_occupancy {
-  int dkdv = 0;
+  int dkdv = 0, dq = 0;
 };
 gradient_occupancy attention_gradient_occupancy(int dim);
 
