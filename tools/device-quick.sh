@@ -2,28 +2,30 @@
 # SPDX-License-Identifier: Apache-2.0
 # A lean device call for an attention kernel change when little device time is left (tools/device-check.sh
 # builds every GPU target for sm_90 and sm_90a first, ~140 s): configures with CUDA for sm_90a only,
-# builds flash_gpu_test and attention_bench, then
-#   1. flash_gpu_test (FlashGpu: twin == device, bit for bit; occupancy),
-#   2. compute-sanitizer memcheck on its backward test (TIEBREAK_QUICK_MEMCHECK=0 skips it),
+# builds flash_gpu_test and attention_bench (or takes them from TIEBREAK_QUICK_BIN), then
+#   1. flash_gpu_test (FlashGpu: twin == device, bit for bit; occupancy; TIEBREAK_QUICK_TEST=0 skips it,
+#      for a binary already validated),
+#   2. compute-sanitizer memcheck on its backward test (TIEBREAK_QUICK_MEMCHECK=0 skips it), and with
+#      TIEBREAK_QUICK_RACECHECK=1 racecheck on the same (TIEBREAK_QUICK_SAN_FILTER: their gtest filter,
+#      default FlashGpu.ForwardAndBackward*),
 #   3. Nsight Compute's per-kernel durations of one forward+backward (TIEBREAK_QUICK_NCU_ARGS, default
-#      S = 4k, bf16, probe off, sfu) for the forward, delta and gradient kernels,
+#      S = 4k, bf16, probe off, sfu) for the forward, delta and gradient kernels
+#      (TIEBREAK_QUICK_NCU_METRICS: other metrics, default gpu__time_duration.sum),
 #   4. with TIEBREAK_QUICK_RAW_ARGS, attention_bench itself on those options (JSON lines, quick-raw.jsonl)
 #      while nvidia-smi logs the SM clock, power and throttle reasons every 100 ms (quick-clocks.csv):
 #      for timings that ncu's locked clocks would hide,
-#   5. with TIEBREAK_QUICK_NCU_SOURCE=1, ncu's source counters (executions and stall samples per SASS
-#      instruction) of the kernels matching TIEBREAK_QUICK_NCU_SOURCE_KERNEL (default flash_forward) in
-#      a run on TIEBREAK_QUICK_NCU_SOURCE_ARGS (default: the ncu step's), summarised by
-#      tools/ncu-source-summary.py (quick-ncu-source.txt),
-#   6. tools/attention-bench.py on TIEBREAK_QUICK_BENCH_ARGS (default: bf16 and fp32, probe off, sfu;
-#      TIEBREAK_QUICK_BENCH=0 skips it); with TIEBREAK_QUICK_BASE (a tree made by tools/ab-base.sh and
-#      carried), that tree's attention_bench (sm_90a, built just before this step) is timed beside it,
-#      same cases, same run.
-# Prebuilt binaries save the device build (~200 s): TIEBREAK_QUICK_BIN names a carried folder holding
-# flash_gpu_test and attention_bench built here for sm_90a (tools/quick-bin.sh makes it), and
-# TIEBREAK_QUICK_BASE_BIN a carried base attention_bench (used instead of building TIEBREAK_QUICK_BASE).
-# TIEBREAK_QUICK_TEST=0 skips flash_gpu_test (a binary already validated); TIEBREAK_QUICK_RACECHECK=1 adds racecheck on the tests memcheck runs; TIEBREAK_QUICK_SAN_FILTER
-# replaces their gtest filter (default FlashGpu.ForwardAndBackward*); TIEBREAK_QUICK_NCU_METRICS
-# replaces the ncu step's metrics (default gpu__time_duration.sum).
+#   5. the base tree, with TIEBREAK_QUICK_BASE (a tree made by tools/ab-base.sh and carried): its
+#      attention_bench built for sm_90a; or TIEBREAK_QUICK_BASE_BIN, a base attention_bench built
+#      elsewhere and carried,
+#   6. with TIEBREAK_QUICK_NCU_SOURCE=1, ncu's source counters (executions and stall samples per SASS
+#      instruction) of the kernels matching TIEBREAK_QUICK_NCU_SOURCE_KERNEL (default flash_forward),
+#      one profile per argument set of TIEBREAK_QUICK_NCU_SOURCE_ARGS (sets separated by ';'; default:
+#      the ncu step's) and, with TIEBREAK_QUICK_NCU_SOURCE_BASE=1, the base's too, summarised by
+#      tools/ncu-source-summary.py into quick-ncu-source.txt,
+#   7. tools/attention-bench.py on TIEBREAK_QUICK_BENCH_ARGS (default: bf16 and fp32, probe off, sfu;
+#      TIEBREAK_QUICK_BENCH=0 skips it), the base timed beside this tree, same cases, same run.
+# Binaries built elsewhere save the device build (~200 s): TIEBREAK_QUICK_BIN names a carried folder
+# holding flash_gpu_test and attention_bench built for sm_90a (tools/quick-bin.sh packs them).
 # Everything lands in $OUT. Steps run in this order, the most needed first, so a call cut short still
 # returns them. The device tool brings back at most 8 files, so on exit (also an early one) every file
 # but the summaries (quick.log, attention-bench.md/json, ncu.csv, quick-ncu-source.txt, quick-raw.jsonl,
@@ -37,10 +39,13 @@ trap 'pack_out quick-logs.tar.gz quick.log attention-bench.md attention-bench.js
 say() { echo "[device-quick +$SECONDS s] $*" | tee -a "$OUTDIR/quick.log"; }
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee -a "$OUTDIR/quick.log"
 if [ -n "${TIEBREAK_QUICK_BIN:-}" ]; then
-  for f in flash_gpu_test attention_bench; do
-    [ -x "$TIEBREAK_QUICK_BIN/$f" ] || { say "TIEBREAK_QUICK_BIN=$TIEBREAK_QUICK_BIN has no executable $f"; exit 1; }
-  done
-  t=$TIEBREAK_QUICK_BIN/flash_gpu_test
+  [ -x "$TIEBREAK_QUICK_BIN/attention_bench" ] || { say "TIEBREAK_QUICK_BIN=$TIEBREAK_QUICK_BIN has no attention_bench"; exit 1; }
+  t=$TIEBREAK_QUICK_BIN/flash_gpu_test  # needed by the test and sanitizer steps only
+  if [ ! -x "$t" ] && { [ "${TIEBREAK_QUICK_TEST:-1}" = 1 ] || [ "${TIEBREAK_QUICK_MEMCHECK:-1}" = 1 ] ||
+                          [ "${TIEBREAK_QUICK_RACECHECK:-0}" = 1 ]; }; then
+    say "TIEBREAK_QUICK_BIN=$TIEBREAK_QUICK_BIN has no flash_gpu_test (set TIEBREAK_QUICK_TEST=0 TIEBREAK_QUICK_MEMCHECK=0)"
+    exit 1
+  fi
   bench=$TIEBREAK_QUICK_BIN/attention_bench
   say "prebuilt binaries from $TIEBREAK_QUICK_BIN ($(cat "$TIEBREAK_QUICK_BIN/.quick-bin-ref" 2>/dev/null || echo 'no ref'))"
 else
