@@ -62,14 +62,12 @@ if [ "${TIEBREAK_QUICK_TEST:-1}" = 1 ]; then
   say "flash_gpu_test exit $rc: $(grep -E '^\[  (PASSED|FAILED)' "$OUTDIR/quick-flash-gpu.log" | tr '\n' ' ')"
   grep -E "blocks per SM|twin == device|FAILED" "$OUTDIR/quick-flash-gpu.log" | tee -a "$OUTDIR/quick.log"
 fi
-if [ "${TIEBREAK_QUICK_MEMCHECK:-1}" = 1 ]; then
-  compute-sanitizer --tool memcheck "$t" --gtest_filter="${TIEBREAK_QUICK_SAN_FILTER:-FlashGpu.ForwardAndBackward*}" >"$OUTDIR/quick-memcheck.log" 2>&1
-  say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUTDIR/quick-memcheck.log")"
-fi
-if [ "${TIEBREAK_QUICK_RACECHECK:-0}" = 1 ]; then
-  compute-sanitizer --tool racecheck "$t" --gtest_filter="${TIEBREAK_QUICK_SAN_FILTER:-FlashGpu.ForwardAndBackward*}" >"$OUTDIR/quick-racecheck.log" 2>&1
-  say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUTDIR/quick-racecheck.log" | tr '\n' ' ')"
-fi
+for tool in memcheck racecheck; do
+  if [ "$tool" = memcheck ]; then on=${TIEBREAK_QUICK_MEMCHECK:-1}; else on=${TIEBREAK_QUICK_RACECHECK:-0}; fi
+  [ "$on" = 1 ] || continue
+  compute-sanitizer --tool "$tool" "$t" --gtest_filter="${TIEBREAK_QUICK_SAN_FILTER:-FlashGpu.ForwardAndBackward*}" >"$OUTDIR/quick-$tool.log" 2>&1
+  say "$tool exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUTDIR/quick-$tool.log" | tr '\n' ' ')"
+done
 ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 read -r -a n_args <<<"${TIEBREAK_QUICK_NCU_ARGS:---seqs 4096 --causal off --modes bf16 --probe off --exp sfu --passes fwd+bwd --warmup 0 --reps 1}"
 "$ncu_bin" --csv --page raw -k 'regex:flash_forward|flash_delta|flash_gradient' --metrics "${TIEBREAK_QUICK_NCU_METRICS:-gpu__time_duration.sum}" \
@@ -119,7 +117,6 @@ if [ "${TIEBREAK_QUICK_NCU_SOURCE:-0}" = 1 ]; then
       n=$((n + 1))
       read -r -a s_args <<<"$set"
       rep="$B/quick-ncu-src-$n"
-      mkdir -p "$B"
       "$ncu_bin" -f -o "$rep" -k "regex:${TIEBREAK_QUICK_NCU_SOURCE_KERNEL:-flash_forward}" \
         --section SourceCounters --section WarpStateStats --section InstructionStats --section LaunchStats \
         "$sb" "${s_args[@]}" >"$OUTDIR/quick-ncu-source-$n.log" 2>&1

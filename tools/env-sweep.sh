@@ -59,6 +59,7 @@ for k in cases:
     tuned = [vals[l] for l in labels if l != "base" and vals[l] is not None]
     best = max(tuned) if tuned else None
     cells = [("—" if vals[l] is None else f"{vals[l]:.0f}" + ("*" if l != "base" and vals[l] == best else "")) for l in labels]
-    print(f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {k[4]} | " + " | ".join(cells) + " |")
+    mode = k[4] + (" " + k[5] if k[5] else "") + (" +probe" if k[6] else "")
+    print(f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {mode} | " + " | ".join(cells) + " |")
 PY
 cat "$out/sweep.md"

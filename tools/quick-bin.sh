@@ -4,14 +4,13 @@
 # tools/device-quick.sh skips its own build (TIEBREAK_QUICK_BIN, TIEBREAK_QUICK_BASE_BIN):
 #   tools/quick-bin.sh BUILD DIR [LABEL]
 # copies BUILD's attention_bench and, where built, flash_gpu_test into DIR (replaced only if it is new,
-# empty or an earlier pack) and writes LABEL (default: this tree's `git describe --always --dirty`)
-# into DIR/.quick-bin-ref. It refuses binaries without sm_90a code (cuobjdump --list-elf, where
+# empty or an earlier pack) and writes LABEL (default: the tree's .ab-base-ref when it is an export by
+# tools/ab-base.sh, else its `git describe --always --dirty`) into DIR/.quick-bin-ref. It refuses binaries without sm_90a code (cuobjdump --list-elf, where
 # cuobjdump exists) or older than a source file of the tree they were built from (BUILD's
 # CMakeCache.txt names it), the two ways a carried binary would time the wrong kernels.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: tools/quick-bin.sh BUILD DIR [LABEL]" >&2; exit 2; }
 build=$1 dir=$2
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null) ||
   { echo "quick-bin: $build is not a CMake build folder" >&2; exit 2; }
 [ -n "$src" ] || { echo "quick-bin: $build/CMakeCache.txt names no source tree" >&2; exit 2; }

@@ -74,9 +74,9 @@ def quick_bin(root, d, fails):
         fails.append("quick-bin: a binary older than its sources was not refused (exit %d)" % p.returncode)
 
 
-def result(v, seq, causal, tflops):
+def result(v, seq, causal, tflops, probe=False):
     return json.dumps({"kind": "result", "backend": "tiebreak", "pass": "fwd+bwd", "dim": 64, "seq": seq,
-                       "causal": causal, "mode": "bf16", "exp": "sfu", "probe": False, "tflops": tflops})
+                       "causal": causal, "mode": "bf16", "exp": "sfu", "probe": probe, "tflops": tflops})
 
 
 def env_sweep(root, d, fails):
@@ -87,19 +87,19 @@ def env_sweep(root, d, fails):
           "print(json.dumps({'kind': 'meta'}))\n"
           "print(%r %% (100 + 10 * v))\nprint(%r %% (120 - 10 * v))\n"
           % (result(0, 1024, False, 0).replace('"tflops": 0', '"tflops": %s'),
-             result(0, 4096, True, 0).replace('"tflops": 0', '"tflops": %s')), 0o755)
+             result(0, 4096, True, 0, True).replace('"tflops": 0', '"tflops": %s')), 0o755)
     base = os.path.join(d, "sweep-base")
-    write(base, "#!/bin/sh\necho '%s'\necho '%s'\n" % (result(0, 1024, False, 150), result(0, 4096, True, 90)), 0o755)
+    write(base, "#!/bin/sh\necho '%s'\necho '%s'\n" % (result(0, 1024, False, 150), result(0, 4096, True, 90, True)), 0o755)
     out = os.path.join(d, "sweep-out")
     p = subprocess.run(["bash", script, bench, "KNOB", "1 2", base, "--", "--dims", "64"], capture_output=True,
                        text=True, env=dict(os.environ, OUT=out))
     table = open(os.path.join(out, "sweep.md")).read() if os.path.exists(os.path.join(out, "sweep.md")) else ""
     if p.returncode != 0:
         fails.append("env-sweep: exit %d: %s" % (p.returncode, p.stderr.strip()))
-    if "| fwd+bwd | 64 | 1024 | no | bf16 | 110 | 120* | 150 |" not in table:
+    if "| fwd+bwd | 64 | 1024 | no | bf16 sfu | 110 | 120* | 150 |" not in table:
         fails.append("env-sweep: no row 110 | 120* | 150 for S = 1k in\n" + table)
-    if "| fwd+bwd | 64 | 4096 | yes | bf16 | 110* | 100 | 90 |" not in table:
-        fails.append("env-sweep: no row 110* | 100 | 90 for S = 4k causal in\n" + table)
+    if "| fwd+bwd | 64 | 4096 | yes | bf16 sfu +probe | 110* | 100 | 90 |" not in table:
+        fails.append("env-sweep: no row 110* | 100 | 90 for S = 4k causal, probed, in\n" + table)
     if "(2 results)" not in p.stdout:
         fails.append("env-sweep: the results were not counted: %r" % p.stdout)
     if sorted(os.listdir(out)) != ["sweep-logs.tar.gz", "sweep.md"]:
