@@ -939,56 +939,77 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       const float l = r.l[x];
       const bool empty = l == 0.0f || f32::is_nan(l);
       const float inv = empty ? 1.0f : f32::div_rn(1.0f, l);
-      const std::size_t orow = sh.o_offset(b, h, row);
-      // stochastic: 16 random bits per element (all that f32 -> bf16 stochastic rounding uses: the
-      // 16 bits it drops are added to them), half col & 1 (0: the high half) of word (col >> 3) & 3
-      // of the Philox block of counter (4 (col >> 5) + ((col >> 1) & 3), row, h, b). A thread's
-      // columns 8 dn + 2 t + e are block 4 (dn >> 2) + t, word dn & 3, half e: the thread's own
-      // four blocks per row, computed as its loop over dn reaches them (dn & 3 == 0).
-      [[maybe_unused]] philox_block rb{};
+      // The thread's first column of the row, once: each pair below is then an immediate offset
+      // (8 dn elements), not a 64-bit address computed per pair.
+      const std::size_t orow = sh.o_offset(b, h, row) + static_cast<std::size_t>(2 * t);
+      // O = o / l, in place. stochastic: whether the thread's part of the row is free of NaN (one
+      // unordered compare per pair), so that its roundings skip the NaN repair (the same bits).
+      [[maybe_unused]] bool nan_free = true;
       TIEBREAK_UNROLL
       for (int dn = 0; dn < DN; ++dn) {
-        const int col0 = 8 * dn + 2 * t;  // even: the pair (col0, col0 + 1) is stored as one word
-        float of[2];
-        std::uint16_t ob[2] = {0, 0};
-        if constexpr (Mode == out_mode::stochastic) {
-          if ((dn & 3) == 0)
-            rb = philox{a.opt.seed}(static_cast<std::uint32_t>(dn + t), static_cast<std::uint32_t>(row),
-                                    static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
-        }
-        [[maybe_unused]] const std::uint32_t rw0 = rb.w[dn & 3];        // column col0: the high half
-        [[maybe_unused]] const std::uint32_t rw1 = rb.w[dn & 3] << 16;  // column col0 + 1: the low half
         TIEBREAK_UNROLL
-        for (int e = 0; e < 2; ++e) of[e] = f32::mul_rn(r.oc(x, dn, e), inv);
-        if constexpr (Mode == out_mode::bf16 || Mode == out_mode::debias) {
-          // round to nearest-even, both at once (cvt.rn.bf16x2.f32 on the device: one instruction)
-          const std::uint32_t pk = Be::pack_bf16x2_rne(of[0], of[1]);
-          ob[0] = static_cast<std::uint16_t>(pk);
-          ob[1] = static_cast<std::uint16_t>(pk >> 16);
-        }
+        for (int e = 0; e < 2; ++e) r.oc(x, dn, e) = f32::mul_rn(r.oc(x, dn, e), inv);
+        if constexpr (Mode == out_mode::stochastic)
+          nan_free = nan_free & !(f32::is_nan(r.oc(x, dn, 0)) | f32::is_nan(r.oc(x, dn, 1)));  // no short circuit
+      }
+      auto store_row = [&](auto no_nan) {
+        // stochastic: 16 random bits per element (all that f32 -> bf16 stochastic rounding uses: the
+        // 16 bits it drops are added to them), half col & 1 (0: the high half) of word (col >> 3) & 3
+        // of the Philox block of counter (4 (col >> 5) + ((col >> 1) & 3), row, h, b). A thread's
+        // columns 8 dn + 2 t + e are block 4 (dn >> 2) + t, word dn & 3, half e: the thread's own
+        // four blocks per row, computed as its loop over dn reaches them (dn & 3 == 0).
+        [[maybe_unused]] philox_block rb{};
         TIEBREAK_UNROLL
-        for (int e = 0; e < 2; ++e) {
-          const int col = col0 + e;
-          if constexpr (Mode == out_mode::fp32) {
-            if constexpr (Probe::enabled) {
-              r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
-                                                              static_cast<std::uint32_t>(row)},
-                                                             static_cast<std::uint32_t>(col), 0.0f});
-            }
-          } else {
-            if constexpr (Mode == out_mode::stochastic) ob[e] = f32_bits_to_bf16_sr(f32_to_bits(of[e]), e == 0 ? rw0 : rw1);
-            if constexpr (Probe::enabled) {
-              const std::int32_t k = bf16_error_units(ob[e], of[e]);  // computed either way: a select, not a branch
-              if (bf16_error_finite(ob[e], of[e])) {
+        for (int dn = 0; dn < DN; ++dn) {
+          const int col0 = 8 * dn + 2 * t;  // even: the pair (col0, col0 + 1) is stored as one word
+          const float of[2] = {r.oc(x, dn, 0), r.oc(x, dn, 1)};
+          std::uint16_t ob[2] = {0, 0};
+          if constexpr (Mode == out_mode::stochastic) {
+            if ((dn & 3) == 0)
+              rb = philox{a.opt.seed}(static_cast<std::uint32_t>(dn + t), static_cast<std::uint32_t>(row),
+                                      static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
+          }
+          if constexpr (Mode != out_mode::fp32) {
+            // bf16, debias: round to nearest-even, both at once (cvt.rn.bf16x2.f32 on the device: one
+            // instruction). stochastic: both by one random word, column col0 its high half, col0 + 1
+            // its low half (the scalar f32_bits_to_bf16_sr of each, in fewer instructions).
+            std::uint32_t pk;
+            if constexpr (Mode != out_mode::stochastic) pk = Be::pack_bf16x2_rne(of[0], of[1]);
+            else if constexpr (decltype(no_nan)::value)
+              pk = f32x2_bits_to_bf16x2_sr_not_nan(f32_to_bits(of[0]), f32_to_bits(of[1]), rb.w[dn & 3]);
+            else pk = f32x2_bits_to_bf16x2_sr(f32_to_bits(of[0]), f32_to_bits(of[1]), rb.w[dn & 3]);
+            ob[0] = static_cast<std::uint16_t>(pk);
+            ob[1] = static_cast<std::uint16_t>(pk >> 16);
+          }
+          TIEBREAK_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const int col = col0 + e;
+            if constexpr (Mode == out_mode::fp32) {
+              if constexpr (Probe::enabled) {
                 r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
                                                                 static_cast<std::uint32_t>(row)},
-                                                               static_cast<std::uint32_t>(col), error_units_to_ulps(k), k});
+                                                               static_cast<std::uint32_t>(col), 0.0f});
+              }
+            } else {
+              if constexpr (Probe::enabled) {
+                const std::int32_t k = bf16_error_units(ob[e], of[e]);  // computed either way: a select, not a branch
+                if (bf16_error_finite(ob[e], of[e])) {
+                  r.pr.on_output_error(probe::output_error_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                                                                  static_cast<std::uint32_t>(row)},
+                                                                 static_cast<std::uint32_t>(col), error_units_to_ulps(k), k});
+                }
               }
             }
           }
+          if constexpr (Mode != out_mode::fp32) be.store2(a.t.o_bf16 + orow + 8 * dn, ob[0], ob[1]);
+          if (Mode == out_mode::fp32 || a.t.o_f32) be.store2(a.t.o_f32 + orow + 8 * dn, of[0], of[1]);
         }
-        if constexpr (Mode != out_mode::fp32) be.store2(a.t.o_bf16 + orow + col0, ob[0], ob[1]);
-        if (Mode == out_mode::fp32 || a.t.o_f32) be.store2(a.t.o_f32 + orow + col0, of[0], of[1]);
+      };
+      if constexpr (Mode == out_mode::stochastic) {
+        if (nan_free) store_row(std::true_type{});
+        else store_row(std::false_type{});
+      } else {
+        store_row(std::false_type{});
       }
       if (t == 0) {
         // LSE = (offset + log2 l) · ln 2; −Inf for a row that sees no key (log of an empty sum).

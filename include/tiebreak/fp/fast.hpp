@@ -59,6 +59,29 @@ TIEBREAK_HDC std::uint16_t f32_bits_to_bf16_sr(std::uint32_t x, std::uint32_t ra
   return detail::f32_bits_is_nan(x) ? std::uint16_t{0x7fff} : static_cast<std::uint16_t>(r);
 }
 
+/// Two adjacent elements rounded stochastically by one 32-bit random word and packed as a bf16x2
+/// word (`lo` in the low half): exactly
+///   f32_bits_to_bf16_sr(lo, random) | f32_bits_to_bf16_sr(hi, random << 16) << 16,
+/// i.e. `lo` takes the word's high 16 random bits and `hi` its low 16 (the attention forward's
+/// stochastic output, flash.hpp), for `lo` and `hi` not NaN. Cheaper per element than the scalar
+/// form: for a non-NaN x, (x & 0x7fffffff) + r <= 0x7f800000 + 0xffff < 2^31, so the sum on x itself
+/// never carries into the sign bit and (x + r) >> 16 is the scalar's sign | mag; the two high halves
+/// are then packed with one byte permutation. Also exact for the NaN 0x7fff0000, which any 16 random
+/// bits leave at the canonical 0x7fff (f32x2_bits_to_bf16x2_sr maps every NaN there first).
+TIEBREAK_HDC std::uint32_t f32x2_bits_to_bf16x2_sr_not_nan(std::uint32_t lo, std::uint32_t hi,
+                                                           std::uint32_t random) noexcept {
+  const std::uint32_t a = lo + (random >> 16), b = hi + (random & 0xffffu);
+  return (a >> 16) | (b & 0xffff0000u);
+}
+
+/// The same for any inputs: a NaN becomes 0x7fff0000 first (as a float, x != x: a compare and a
+/// select per element). Equal to the scalar form for all 2^32 `lo`, each with a second input as `hi`
+/// (tests/host/fp/fast_exhaustive_test.cpp).
+TIEBREAK_HDC std::uint32_t f32x2_bits_to_bf16x2_sr(std::uint32_t lo, std::uint32_t hi, std::uint32_t random) noexcept {
+  const float flo = __builtin_bit_cast(float, lo), fhi = __builtin_bit_cast(float, hi);
+  return f32x2_bits_to_bf16x2_sr_not_nan(flo != flo ? 0x7fff0000u : lo, fhi != fhi ? 0x7fff0000u : hi, random);
+}
+
 /// f32 -> bf16 by runtime mode (sr takes `random`).
 TIEBREAK_HDC std::uint16_t f32_bits_to_bf16(std::uint32_t x, rounding r) noexcept {
   switch (r.mode) {

@@ -203,8 +203,15 @@ TEST(FlashTwin, ModesAgreeWhereTheyShouldAndRoundAsNamed) {
   // The documented stream (docs/attention.md, "stochastic"): element (b, h, row, col) is rounded with
   // 16 random bits, half col % 2 (0: the high half) of word (col / 8) % 4 of
   // philox{seed}(4 (col / 32) + (col / 2) % 4, row, h, b), whichever thread computed that block.
+  // The same with a NaN and an Inf in V (O's columns 3 and 10 non-finite in every row, beside finite
+  // ones: the kernel's NaN repair path), element by element through the scalar rounding.
+  problem_data pn = p;
+  pn.v[pn.prob.shape.v_offset(0, 0, 5) + 3] = 0x7fc0;   // NaN
+  pn.v[pn.prob.shape.v_offset(0, 0, 9) + 10] = 0x7f80;  // +Inf
+  const outputs sn = forward(pn, {out_mode::stochastic, attn::score_scaling::unfused, 2.0f, 1});
   const auto& sh = p.prob.shape;
-  std::size_t checked = 0;
+  std::size_t checked = 0, nan = 0;
+  for (const outputs* so : {&s1, &sn})
   for (std::size_t bb = 0; bb < sh.batch; ++bb)
     for (std::size_t h = 0; h < sh.heads; ++h)
       for (std::size_t i = 0; i < sh.seq_q; ++i)
@@ -215,11 +222,13 @@ TEST(FlashTwin, ModesAgreeWhereTheyShouldAndRoundAsNamed) {
                                            static_cast<std::uint32_t>(bb));
           const std::uint32_t word = w.w[(col / 8) % 4];
           const std::uint32_t bits16 = col % 2 == 0 ? word >> 16 : word & 0xffffu;
-          ASSERT_EQ(s1.o[x], f32_bits_to_bf16_sr(f32_to_bits(s1.o_f32[x]), bits16 << 16))
-              << "b " << bb << " h " << h << " row " << i << " col " << col;
+          ASSERT_EQ(so->o[x], f32_bits_to_bf16_sr(f32_to_bits(so->o_f32[x]), bits16 << 16))
+              << "b " << bb << " h " << h << " row " << i << " col " << col << (so == &sn ? " (NaN in V)" : "");
           ++checked;
+          nan += so->o[x] == 0x7fff;
         }
-  EXPECT_EQ(checked, s1.o.size());
+  EXPECT_EQ(checked, 2 * s1.o.size());
+  EXPECT_GE(nan, sh.seq_q);  // column 3 of every row of (0, 0) at least
   for (std::size_t x = 0; x < b.lse.size(); ++x) EXPECT_EQ(f32_to_bits(b.lse[x]), f32_to_bits(f.lse[x]));
 }
 

@@ -118,6 +118,20 @@ void check_block(std::uint64_t lo, std::uint64_t hi, bool with_sr, mismatch_log&
     check_mode<round_mode::rto>(cs, rb, m, want.data() + 5 * n + b, log);
     if (with_sr) check_mode<round_mode::sr>(cs, rb, m, want.data() + 6 * n + b, log);
   }
+  // The pair form of sr (every block, sampled sr or not): each input as `lo` with its random word,
+  // partnered as `hi` with the input half a block away, against the scalar form of each; the NaN-free
+  // form too where neither is NaN (or either is the NaN 0x7fff0000 it also covers).
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t x = in[i], y = in[(i + n / 2) % n], r = rnd[i];
+    const std::uint32_t want2 = static_cast<std::uint32_t>(f32_bits_to_bf16_sr(x, r)) |
+                                static_cast<std::uint32_t>(f32_bits_to_bf16_sr(y, r << 16)) << 16;
+    const std::uint32_t got2 = f32x2_bits_to_bf16x2_sr(x, y, r);
+    const auto nan_ok = [](std::uint32_t v) { return !detail::f32_bits_is_nan(v) || v == 0x7fff0000u; };
+    const bool ok = got2 == want2 && (!(nan_ok(x) && nan_ok(y)) || f32x2_bits_to_bf16x2_sr_not_nan(x, y, r) == want2);
+    if (!ok) [[unlikely]] {
+      log.add("bf16x2 sr x=" + hex(x) + " y=" + hex(y) + " r=" + hex(r) + ": " + hex(got2) + ", scalar " + hex(want2));
+    }
+  }
   for (bulk_isa isa : isas) {
     if (!bulk_isa_supported(isa)) continue;
     for (int k = 0; k < mode_count; ++k) {

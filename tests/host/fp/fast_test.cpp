@@ -37,6 +37,32 @@ TEST(fast, nan_never_becomes_inf) {
   }
 }
 
+// The pair form (flash.hpp's stochastic output): lo takes the word's high 16 random bits, hi its low 16.
+static_assert(f32x2_bits_to_bf16x2_sr(0x3f808000u, 0xbf808000u, 0x80008000u) == 0xbf813f81u);  // both up
+static_assert(f32x2_bits_to_bf16x2_sr(0x3f808000u, 0xbf808000u, 0x7fff7fffu) == 0xbf803f80u);  // both down
+static_assert(f32x2_bits_to_bf16x2_sr(0x7f7fffffu, 0xff7fffffu, 0x00010001u) == 0xff807f80u);  // max finite -> ±Inf
+static_assert(f32x2_bits_to_bf16x2_sr(0x7fffffffu, 0xffffffffu, 0xffffffffu) == 0x7fff7fffu);  // NaNs: canonical
+static_assert(f32x2_bits_to_bf16x2_sr(0xff800001u, 0x00000000u, 0xffffffffu) == 0x00007fffu);
+static_assert(f32x2_bits_to_bf16x2_sr_not_nan(0x7fff0000u, 0x7fff0000u, 0xffffffffu) == 0x7fff7fffu);
+
+// The pair form against the scalar one, sign, exponent carries and NaN patterns included.
+TEST(fast, bf16x2_sr_equals_scalar_pairs) {
+  splitmix64 g(23);
+  const std::uint32_t edge[] = {0x00000000u, 0x80000000u, 0x0000ffffu, 0x8000ffffu, 0x007fffffu, 0x3f80ffffu,
+                                0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7f800001u, 0xffffffffu,
+                                0x7fc00000u, 0x7fff0000u, 0xffff0000u, 0x7fffffffu};
+  std::vector<std::uint32_t> xs(std::begin(edge), std::end(edge));
+  for (int i = 0; i < 4096; ++i) xs.push_back(static_cast<std::uint32_t>(g()));
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    for (std::size_t j = 0; j < xs.size(); j += 61) {
+      const std::uint32_t r = i < 16 ? (i % 2 ? 0xffffffffu : 0u) : static_cast<std::uint32_t>(g());
+      const std::uint32_t want = static_cast<std::uint32_t>(f32_bits_to_bf16_sr(xs[i], r)) |
+                                 static_cast<std::uint32_t>(f32_bits_to_bf16_sr(xs[j], r << 16)) << 16;
+      ASSERT_EQ(f32x2_bits_to_bf16x2_sr(xs[i], xs[j], r), want) << std::hex << xs[i] << " " << xs[j] << " " << r;
+    }
+  }
+}
+
 TEST(fast, random_inputs_equal_round_pack) {
   splitmix64 g(17);
   std::vector<std::uint32_t> in(1 << 16), rnd(1 << 16);
