@@ -176,11 +176,6 @@ struct device_backend {
     v = f32::add_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
   }
   template <class F>
-  __device__ __forceinline__ void warp_or(F&& f) {
-    std::uint32_t& v = f(static_cast<int>(threadIdx.x));
-    v = __reduce_or_sync(0xffffffffu, v);
-  }
-  template <class F>
   __device__ __forceinline__ void quad_count(F&& f) {
     std::uint32_t& v = f(static_cast<int>(threadIdx.x));
     v += __shfl_xor_sync(0xffffffffu, v, 1);

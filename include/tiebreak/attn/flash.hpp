@@ -17,8 +17,6 @@
 ///                         thread's fragments {a[4], b[2], c[4]}; c = A B + C per the PTX layout
 ///   be.quad_max/quad_sum/quad_count(f)   butterfly over the 4 lanes of a quad (xor 1, then xor 2):
 ///                         v = op(v, v^1); v = op(v, v^2); f(tid) gives the thread's value
-///   be.warp_or(f)         every lane's word becomes the OR of its warp's 32 words (redux.sync.or on
-///                         the device: one instruction); f(tid) gives the thread's word
 ///   be.load_tile<R, C>(dst, src, valid_rows)   R x C bf16 rows from global into the swizzled shared
 ///                         tile (rows >= valid_rows are zero); async on the device, then
 ///   be.load_floats<N>(dst, src, valid)         N floats from global into shared memory (elements
@@ -574,7 +572,6 @@ struct fwd_regs {
   float l[XR];             ///< this thread's part of the row sum of P-bar
   float tmax[XR];          ///< tile: quad maximum
   float tmin[XR];          ///< tile: the thread's minimum score (NaN if any score is NaN)
-  std::uint32_t live = 0;  ///< tile, unprobed debias: bit x set when some row x of the warp is not settled
   std::uint32_t cnt[XR];   ///< scores equal to the running maximum (quad total)
   std::uint32_t near[XR];  ///< scores within the tolerance of it (quad total)
   std::uint32_t tcount[MT];  ///< this tile's repeats of m-tile mt, a byte each: exact row 0, row 1, near row 0, row 1
@@ -724,11 +721,6 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       }
     }
 
-    // Repeats of the running maximum are counted only where something reads them (the debias offset,
-    // the probe), and for unprobed debias only in the warp's live rows (below).
-    constexpr bool counting = Mode == out_mode::debias || Probe::enabled;
-    constexpr bool warp_skip = Mode == out_mode::debias && !Probe::enabled;
-
     // Mask (keys past seq_k, causal), the thread's maximum (and minimum) per row, then the quad's maximum.
     const bool need_mask = kt >= nomask_tiles;
     be.for_threads([&](int tid) {
@@ -760,44 +752,15 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     TIEBREAK_UNROLL
     for (int x = 0; x < XR; ++x) be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[x]; });
 
-    // A row is settled in this tile when its quad's tile maximum lies below its running maximum (and
-    // its offset is finite): its maximum, its repeat count (no score can equal the maximum) and so its
-    // offset stay, and alpha = exp2(o ⊖ o) = 1 exactly (exp2_sw and the SFU's ex2 alike), so the
-    // counting, row_offset, the exponential and l ⊗ 1 can be skipped, the same bits. An offset of +Inf
-    // (m ⊗ c overflowed) makes alpha NaN, which matters when fused (fma(m, c, −Inf) = −Inf can leave
-    // l = 0): such rows take the full path (FlashTwin.OverflowingScaledMaximumIsNaNProbedOrNot).
-    // Unprobed debias skips per warp (live: bit x when some row x of the warp is not settled, one OR
-    // over the warp), so the skip is a uniform branch; probed kernels skip per row (below).
-    if constexpr (warp_skip) {
-      be.for_threads([&](int tid) {
-        R& r = regs[be.slot(tid)];
-        std::uint32_t live = 0;
-        TIEBREAK_UNROLL
-        for (int x = 0; x < XR; ++x) live |= (r.tmax[x] < r.m[x] && r.off[x] < f32::inf ? 0u : 1u) << x;
-        r.live = live;
-      });
-      be.warp_or([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].live; });
-    }
-
-    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals.
+    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals:
+    // only where something reads them (the debias offset, the probe).
+    constexpr bool counting = Mode == out_mode::debias || Probe::enabled;
     if constexpr (counting) {
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       TIEBREAK_UNROLL
       for (int x = 0; x < XR; ++x) {
         const float mn = f32::max(r.m[x], r.tmax[x]);
-        if constexpr (warp_skip) {
-          // Live rows only (a uniform branch): every score equal to mn counted, without a branch per
-          // thread (settled rows of a live warp count 0: their scores all lie below mn).
-          if ((x & 1) == 0) r.tcount[x >> 1] = 0;
-          if ((r.live >> x) & 1u) {
-            std::uint32_t ce = 0;
-            TIEBREAK_UNROLL
-            for (int i = 0; i < 2 * NB; ++i) ce += r.sc(x, i >> 1, i & 1) == mn ? 1u : 0u;
-            r.tcount[x >> 1] |= (mn != -f32::inf ? ce : 0u) << (8 * (x & 1));
-          }
-          continue;
-        }
         const float lo = f32::sub_rn(mn, c.near_raw);
         std::uint32_t ce = 0, cn = 0;
         // Every score of the thread is <= the quad's tile maximum: when that lies below the
@@ -836,15 +799,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       TIEBREAK_UNROLL
       for (int x = 0; x < XR; ++x) {
         const float mo = r.m[x];
-        // Settled rows (above) skip the offset update: probed kernels per row, unprobed debias per
-        // warp. Other unprobed kernels gained nothing from a per-row branch on the H100 (debias
-        // 0.96-1.00x, 2026-12-06), and bf16's code spilled with it.
-        const bool settled = Probe::enabled ? r.tmax[x] < mo && r.off[x] < f32::inf
-                                            : warp_skip && ((r.live >> x) & 1u) == 0;
+        // Probed kernels only: a row whose quad tile maximum lies below its running one keeps its
+        // maximum, adds 0 to its exact count (below) and so keeps its offset, and alpha =
+        // exp2(o ⊖ o) = 1 exactly (exp2_sw and the SFU's ex2 alike): row_offset, the exponential and
+        // l ⊗ 1 are skipped, the same bits. An offset of +Inf (m ⊗ c overflowed) makes alpha NaN,
+        // which matters when fused (fma(m, c, −Inf) = −Inf can leave l = 0): such rows take the full
+        // path (FlashTwin.OverflowingScaledMaximumIsNaNProbedOrNot). Unprobed kernels gained nothing
+        // from the branch on the H100 (debias 0.96-1.00x, 2026-12-06), and bf16's code spilled with it.
+        const bool settled = Probe::enabled && r.tmax[x] < mo && r.off[x] < f32::inf;
         const float mn = f32::max(mo, r.tmax[x]);
-        // The row's repeat counts: a new maximum restarts them. A row settled warp-wide adds 0 (the
-        // probe's near count may still grow: probed rows always add).
-        if (counting && (Probe::enabled || !settled)) {
+        if constexpr (counting) {  // the row's repeat counts: a new maximum restarts them
           const std::uint32_t tw = r.tcount[x >> 1];
           const std::uint32_t tc = (tw >> (8 * (x & 1))) & 0xffu, tn = (tw >> (16 + 8 * (x & 1))) & 0xffu;
           if (mn > mo || mo == -f32::inf) {

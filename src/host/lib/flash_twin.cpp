@@ -138,15 +138,6 @@ struct twin_backend {
   void quad_sum(F&& f) {
     quad<float>(f, [](float a, float b) { return f32::add_rn(a, b); });
   }
-  /// Each warp's words ORed together, the result in every lane of the warp (redux.sync.or).
-  template <class F>
-  void warp_or(F&& f) {
-    for (int w = 0; w < T / 32; ++w) {
-      std::uint32_t v = 0;
-      for (int lane = 0; lane < 32; ++lane) v |= f(32 * w + lane);
-      for (int lane = 0; lane < 32; ++lane) f(32 * w + lane) = v;
-    }
-  }
   template <class F>
   void quad_count(F&& f) {
     quad<std::uint32_t>(f, [](std::uint32_t a, std::uint32_t b) { return a + b; });
