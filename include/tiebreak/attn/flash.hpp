@@ -572,8 +572,6 @@ struct fwd_regs {
   float l[XR];             ///< this thread's part of the row sum of P-bar
   float tmax[XR];          ///< tile: quad maximum
   float tmin[XR];          ///< tile: the thread's minimum score (NaN if any score is NaN)
-  float town[XR];          ///< tile, unprobed debias: the thread's own maximum (tmax before the quad's)
-  std::uint32_t tdup = 0;  ///< tile, unprobed debias: bit x set when the thread's maximum of row x repeats
   std::uint32_t cnt[XR];   ///< scores equal to the running maximum (quad total)
   std::uint32_t near[XR];  ///< scores within the tolerance of it (quad total)
   std::uint32_t tcount[MT];  ///< this tile's repeats of m-tile mt, a byte each: exact row 0, row 1, near row 0, row 1
@@ -723,13 +721,6 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       }
     }
 
-    // Repeats of the running maximum are counted only where something reads them (the debias offset,
-    // the probe). Unprobed debias needs only whether a row's count exceeds 1: each thread finds its two
-    // largest scores with the maximum (top2: two more min/max per score, no branch), and counts at most
-    // 2; the probe counts every repeat (exact and near), in a branch per row after the quad's maximum.
-    constexpr bool counting = Mode == out_mode::debias || Probe::enabled;
-    constexpr bool top2 = Mode == out_mode::debias && !Probe::enabled;
-
     // Mask (keys past seq_k, causal), the thread's maximum (and minimum) per row, then the quad's maximum.
     const bool need_mask = kt >= nomask_tiles;
     be.for_threads([&](int tid) {
@@ -747,44 +738,29 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
               if (8 * nb + e >= vis) r.sc(x, nb, e) = -f32::inf;
         }
         float mx = -f32::inf, mi = f32::inf;
-        [[maybe_unused]] float m2 = -f32::inf;  // top2: the second largest score (the largest when it repeats)
         TIEBREAK_UNROLL
         for (int nb = 0; nb < NB; ++nb)
           TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
-            // min_nan: a NaN score leaves m2 alone (max ignores the NaN), as it never equals the maximum
-            if constexpr (top2) m2 = f32::max(m2, f32::min_nan(mx, r.sc(x, nb, e)));
             mx = f32::max(mx, r.sc(x, nb, e));
             if constexpr (E == exp2_policy::software) mi = f32::min_nan(mi, r.sc(x, nb, e));
           }
         r.tmax[x] = mx;
         r.tmin[x] = mi;
-        if constexpr (top2) {
-          r.town[x] = mx;
-          if (x == 0) r.tdup = 0;
-          r.tdup |= (m2 == mx ? 1u : 0u) << x;
-        }
       }
     });
     TIEBREAK_UNROLL
     for (int x = 0; x < XR; ++x) be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[x]; });
 
-    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals.
+    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals:
+    // only where something reads them (the debias offset, the probe).
+    constexpr bool counting = Mode == out_mode::debias || Probe::enabled;
     if constexpr (counting) {
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       TIEBREAK_UNROLL
       for (int x = 0; x < XR; ++x) {
         const float mn = f32::max(r.m[x], r.tmax[x]);
-        if constexpr (top2) {
-          // The thread's scores equal to mn, at most 2: its maximum's repeat (tdup) when that is mn.
-          // All the debias offset reads is whether the row's count exceeds 1, which the saturated
-          // counts summed over the quad and the tiles decide the same way (the same bits).
-          const std::uint32_t ce = mn != -f32::inf && r.town[x] == mn ? 1u + ((r.tdup >> x) & 1u) : 0u;
-          if ((x & 1) == 0) r.tcount[x >> 1] = 0;
-          r.tcount[x >> 1] |= ce << (8 * (x & 1));
-          continue;
-        }
         const float lo = f32::sub_rn(mn, c.near_raw);
         std::uint32_t ce = 0, cn = 0;
         // Every score of the thread is <= the quad's tile maximum: when that lies below the
