@@ -77,11 +77,8 @@ def compile_kernel(tree, args, nvcc, work):
         mb = ", %d" % args.min_blocks
     else:
         per_probe = re.search(r"template <bool Probed>\s*inline constexpr int fwd_min_blocks", header)
-        per_probe_dim = re.search(r"template <bool Probed, int D>\s*inline constexpr int fwd_min_blocks", header)
         if args.kernel != "fwd":
             mb = ""
-        elif per_probe_dim:  # trees whose bound depends on the probe and the head dim
-            mb = ", attn::fwd_min_blocks<%s, %d>" % ("true" if args.probe else "false", args.dim)
         elif per_probe:  # trees whose bound depends on the probe
             mb = ", attn::fwd_min_blocks<%s>" % ("true" if args.probe else "false")
         else:

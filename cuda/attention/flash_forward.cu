@@ -14,7 +14,7 @@ namespace {
 constexpr detail::cuda_check check{"tiebreak::gpu::attention_forward"};
 
 template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::exp2_policy E>
-__global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks<Probe::enabled, D>)
+__global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks<Probe::enabled>)
     flash_forward_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   detail::device_backend<attn::fwd_threads> be{reinterpret_cast<std::uint16_t*>(smem_raw)};
@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks<Probe:
 template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::exp2_policy E>
 void launch(const attn::flash_args& a, cudaStream_t stream) {
   const auto& s = a.prob.shape;
-  constexpr int rows = attn::fwd_rows<Probe::enabled, D>;
+  constexpr int rows = attn::fwd_rows<Probe::enabled>;
   const int n_qt = static_cast<int>((s.seq_q + rows - 1) / rows);
   const std::size_t bh = s.batch * s.heads;
   constexpr std::size_t smem = attn::fwd_smem_bytes<D, Probe::enabled>;

@@ -164,7 +164,7 @@ struct flash_tensors {
 /// masked), `pbar` (P-bar as the kernel computed it) and `offset` (the offset o in force for that
 /// key's tile, scaled log2 domain). Device pointers for the kernels. Written only by the probed
 /// instantiation (flash_args::counters not null); keys past the last key tile of the row's block
-/// (fwd_rows<true, D> rows: under a causal mask, the tiles its last row sees) are left as they were.
+/// (fwd_rows<true> rows: under a causal mask, the tiles its last row sees) are left as they were.
 struct row_dump {
   const std::uint64_t* rows = nullptr;
   std::uint32_t count = 0;
@@ -261,29 +261,27 @@ inline constexpr float log2e_f32 = 0x1.715476p+0f;  ///< log2 e rounded to f32
 /// the probe, two m-tiles per warp (32 rows, FlashAttention-2's 128 x 64 block of 4 warps): each K
 /// and V fragment a warp reads from shared memory feeds two tensor-core instructions, half the
 /// shared-memory reads per FLOP of one m-tile per warp, and Q is staged in shared memory
-/// (docs/attention-bench.md, "Two m-tiles per warp"). With the probe at D = 128, one m-tile per warp
-/// (64-row blocks) and Q's fragments in registers (no Q tile: 3 blocks per SM): its counting, its row
-/// dumps and its epilogue per row cost more registers and spills than a second m-tile saves (measured
-/// on the H100; with two, sm_90a code spills 88 bytes). At D = 64 the probed kernel takes two m-tiles
-/// too: 236 registers, no spills ("Where the probe's cost lies at D = 64, S = 1k").
+/// (docs/attention-bench.md, "Two m-tiles per warp"). With the probe, one m-tile per warp (64-row blocks) and Q's
+/// fragments in registers (no Q tile: 3 blocks per SM): its counting and its epilogue per row cost
+/// more registers and spills than a second m-tile saves (measured on the H100).
 inline constexpr int fwd_warps = 4;
-template <bool Probed, int D>
-inline constexpr int fwd_mtiles = Probed && D > 64 ? 1 : 2;
+template <bool Probed>
+inline constexpr int fwd_mtiles = Probed ? 1 : 2;
 inline constexpr int fwd_threads = 32 * fwd_warps;
-template <bool Probed, int D>
-inline constexpr int fwd_rows = 16 * fwd_mtiles<Probed, D> * fwd_warps;
+template <bool Probed>
+inline constexpr int fwd_rows = 16 * fwd_mtiles<Probed> * fwd_warps;
 inline constexpr int fwd_keys = 64;
 
 /// Blocks of the forward kernel resident per SM, its `__launch_bounds__` minimum (H100/H200: 64 K
-/// registers per SM): with two m-tiles per warp 2 blocks of fwd_threads, 255 registers a thread (the O
-/// accumulator of two m-tiles alone takes D registers); with one (probed, D = 128) 3 blocks, 168
-/// registers (as the kernel was before two m-tiles; docs/attention-bench.md, "Three blocks per SM").
-template <bool Probed, int D>
-inline constexpr int fwd_min_blocks = fwd_mtiles<Probed, D> > 1 ? 2 : 3;
+/// registers per SM): without the probe 2 blocks of fwd_threads, 255 registers a thread (the O
+/// accumulator of two m-tiles alone takes D registers); with it 3 blocks, 168 registers (one m-tile,
+/// as the kernel was before two m-tiles; docs/attention-bench.md, "Three blocks per SM").
+template <bool Probed>
+inline constexpr int fwd_min_blocks = Probed ? 3 : 2;
 /// Whether the forward block stages Q in shared memory (two m-tiles per warp) or keeps all of its
 /// warp's Q fragments in registers (one m-tile).
-template <bool Probed, int D>
-inline constexpr bool fwd_q_staged = fwd_mtiles<Probed, D> > 1;
+template <bool Probed>
+inline constexpr bool fwd_q_staged = fwd_mtiles<Probed> > 1;
 
 /// Shared memory of the forward kernel: K and V tiles, double-buffered, and the block's Q tile when
 /// staged. The probe's per-thread head_counters (merged after the tile loop) reuse the tiles' space:
@@ -291,7 +289,7 @@ inline constexpr bool fwd_q_staged = fwd_mtiles<Probed, D> > 1;
 /// probed, 3 blocks, of the H200's 228 KB).
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_tiles_bytes =
-    (std::size_t{4} * fwd_keys + (fwd_q_staged<Probed, D> ? fwd_rows<Probed, D> : 0)) * D * 2;
+    (std::size_t{4} * fwd_keys + (fwd_q_staged<Probed> ? fwd_rows<Probed> : 0)) * D * 2;
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_smem_bytes =
     Probed && sizeof(probe::head_counters) * fwd_threads > fwd_tiles_bytes<D, Probed>
@@ -556,11 +554,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD bool x_in_range(float lo, float hi, float olo, 
 
 /// Registers of one forward thread: its 2 MT rows (g and g + 8 of each of its warp's 16-row
 /// m-tiles) of the S / P tile and of the O accumulator, the row state, and its probe. Local row x
-/// (0 .. 2 MT − 1) is row g + 8 (x & 1) of m-tile x >> 1: fwd_row<MT>(x). MT = fwd_mtiles<probed, D>.
+/// (0 .. 2 MT − 1) is row g + 8 (x & 1) of m-tile x >> 1: fwd_row<MT>(x). MT = fwd_mtiles<probed>.
 template <int D, class Probe>
 struct fwd_regs {
-  static constexpr int MT = fwd_mtiles<Probe::enabled, D>, XR = 2 * MT;
-  static constexpr bool QS = fwd_q_staged<Probe::enabled, D>;
+  static constexpr int MT = fwd_mtiles<Probe::enabled>, XR = 2 * MT;
+  static constexpr bool QS = fwd_q_staged<Probe::enabled>;
   static constexpr int KC = D / 16, NB = fwd_keys / 8, DN = D / 8, PK = fwd_keys / 16;
   std::uint32_t qa[QS ? MT : D / 16][4];  ///< A fragments of Q: one head-dim chunk per m-tile (QS, from the
                                          ///< shared Q tile), or every chunk of the one m-tile
@@ -592,7 +590,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HDC int fwd_row(int q0, int w, int g, int x) noexc
 }
 
 /// One block of the forward pass: query rows [qt·ROWS, qt·ROWS + ROWS) of (batch b, head h), ROWS =
-/// fwd_rows<Probe::enabled, D>.
+/// fwd_rows<Probe::enabled>.
 /// `block_counters` (probed only): this block's merged counters are written there.
 template <class Be, int D, out_mode Mode, score_scaling Sc, class Probe, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_args& a, const flash_consts& c,
@@ -602,7 +600,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int kvh = static_cast<int>(sh.kv_head(static_cast<std::size_t>(h)));
-  constexpr int ROWS = fwd_rows<Probe::enabled, D>;
+  constexpr int ROWS = fwd_rows<Probe::enabled>;
   const int q0 = qt * ROWS;
   const int last_row = (q0 + ROWS < seq_q ? q0 + ROWS : seq_q) - 1;
   const int keys = static_cast<int>(a.prob.visible_keys(static_cast<std::size_t>(last_row)));

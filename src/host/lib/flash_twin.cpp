@@ -179,7 +179,7 @@ template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::ex
 void forward_impl(const attn::flash_args& a, unsigned threads) {
   const attn::flash_consts c = attn::make_consts(a);
   const auto& s = a.prob.shape;
-  constexpr std::size_t rows = attn::fwd_rows<Probe::enabled, D>;
+  constexpr std::size_t rows = attn::fwd_rows<Probe::enabled>;
   const std::size_t n_qt = (s.seq_q + rows - 1) / rows;
   const std::size_t n = n_qt * s.batch * s.heads;
   std::vector<probe::head_counters> partial(Probe::enabled ? n : 0);

@@ -236,11 +236,11 @@ TEST(FlashGpu, ForwardBitIdenticalToTwin) {
 }
 
 // The launchers sum the probe's block counters per head on the device, staging 128 blocks at a time:
-// 129 query tiles of one head (129 fwd_rows<true, 64> rows) take two chunks, the second of one block. Short keys keep
+// 129 query tiles of one head (129 fwd_rows<true> rows) take two chunks, the second of one block. Short keys keep
 // the twin's share small; planted rows give repeated maxima and P-bar == 1 events to count.
 TEST(FlashGpu, ProbeCountersOfMoreThan128BlocksPerHead) {
   TIEBREAK_REQUIRE_GPU();
-  const shape s{1, 2, 1, 129 * fwd_rows<true, 64>, 64, 64, 64};
+  const shape s{1, 2, 1, 129 * fwd_rows<true>, 64, 64, 64};
   const problem p{s, mask_kind::none, 0.125};
   const tensors in = inputs(s, 11, true);
   for (out_mode m : {out_mode::bf16, out_mode::debias}) {
