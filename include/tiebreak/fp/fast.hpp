@@ -14,6 +14,7 @@
 
 #include "tiebreak/fp/config.hpp"
 #include "tiebreak/fp/policy.hpp"
+#include "tiebreak/fp/value.hpp"
 
 namespace tiebreak {
 
@@ -78,7 +79,7 @@ TIEBREAK_HDC std::uint32_t f32x2_bits_to_bf16x2_sr_not_nan(std::uint32_t lo, std
 /// select per element). Equal to the scalar form for all 2^32 `lo`, each with a second input as `hi`
 /// (tests/host/fp/fast_exhaustive_test.cpp).
 TIEBREAK_HDC std::uint32_t f32x2_bits_to_bf16x2_sr(std::uint32_t lo, std::uint32_t hi, std::uint32_t random) noexcept {
-  const float flo = __builtin_bit_cast(float, lo), fhi = __builtin_bit_cast(float, hi);
+  const float flo = bits_to_f32(lo), fhi = bits_to_f32(hi);
   return f32x2_bits_to_bf16x2_sr_not_nan(flo != flo ? 0x7fff0000u : lo, fhi != fhi ? 0x7fff0000u : hi, random);
 }
 

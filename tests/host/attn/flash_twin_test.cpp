@@ -211,22 +211,23 @@ TEST(FlashTwin, ModesAgreeWhereTheyShouldAndRoundAsNamed) {
   const outputs sn = forward(pn, {out_mode::stochastic, attn::score_scaling::unfused, 2.0f, 1});
   const auto& sh = p.prob.shape;
   std::size_t checked = 0, nan = 0;
-  for (const outputs* so : {&s1, &sn})
-  for (std::size_t bb = 0; bb < sh.batch; ++bb)
-    for (std::size_t h = 0; h < sh.heads; ++h)
-      for (std::size_t i = 0; i < sh.seq_q; ++i)
-        for (std::size_t col = 0; col < sh.dim_v; ++col) {
-          const std::size_t x = sh.o_offset(bb, h, i) + col;
-          const philox_block w = philox{1}(static_cast<std::uint32_t>(4 * (col / 32) + (col / 2) % 4),
-                                           static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(h),
-                                           static_cast<std::uint32_t>(bb));
-          const std::uint32_t word = w.w[(col / 8) % 4];
-          const std::uint32_t bits16 = col % 2 == 0 ? word >> 16 : word & 0xffffu;
-          ASSERT_EQ(so->o[x], f32_bits_to_bf16_sr(f32_to_bits(so->o_f32[x]), bits16 << 16))
-              << "b " << bb << " h " << h << " row " << i << " col " << col << (so == &sn ? " (NaN in V)" : "");
-          ++checked;
-          nan += so->o[x] == 0x7fff;
-        }
+  for (const outputs* so : {&s1, &sn}) {
+    for (std::size_t bb = 0; bb < sh.batch; ++bb)
+      for (std::size_t h = 0; h < sh.heads; ++h)
+        for (std::size_t i = 0; i < sh.seq_q; ++i)
+          for (std::size_t col = 0; col < sh.dim_v; ++col) {
+            const std::size_t x = sh.o_offset(bb, h, i) + col;
+            const philox_block w = philox{1}(static_cast<std::uint32_t>(4 * (col / 32) + (col / 2) % 4),
+                                             static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(h),
+                                             static_cast<std::uint32_t>(bb));
+            const std::uint32_t word = w.w[(col / 8) % 4];
+            const std::uint32_t bits16 = col % 2 == 0 ? word >> 16 : word & 0xffffu;
+            ASSERT_EQ(so->o[x], f32_bits_to_bf16_sr(f32_to_bits(so->o_f32[x]), bits16 << 16))
+                << "b " << bb << " h " << h << " row " << i << " col " << col << (so == &sn ? " (NaN in V)" : "");
+            ++checked;
+            nan += so->o[x] == 0x7fff;
+          }
+  }
   EXPECT_EQ(checked, 2 * s1.o.size());
   EXPECT_GE(nan, sh.seq_q);  // column 3 of every row of (0, 0) at least
   for (std::size_t x = 0; x < b.lse.size(); ++x) EXPECT_EQ(f32_to_bits(b.lse[x]), f32_to_bits(f.lse[x]));
