@@ -463,6 +463,82 @@ TEST(FlashTwin, DumpsChosenRows) {
   }
 }
 
+// The probe's counters against the row dumps of the same call, every row dumped: P-bar == 1 events
+// are the dumped P-bar equal to 1, and the repeats are replayed here from the dumped raw scores key
+// tile by key tile (64 keys: attn::fwd_keys), as docs/attention.md defines them (a new maximum
+// restarts both counts; exact: equal to it; near: at or above it minus the tolerance, in raw units,
+// rounded to f32 once). Tolerances 0 and 1e-9 leave no gap between the maximum and the scores whose
+// P-bar may be 1, 1e-3 is the default, 0.5 makes many scores near: the kernel's shortcuts for one
+// score near the maximum and its per-score compares both run.
+TEST(FlashTwin, ProbeCountsMatchTheDumpedScores) {
+  for (const shape_case& sc : active_cases()) {
+    const attn::shape& s = sc.s;
+    for (bool planted : {false, true}) {
+      const problem_data p = make(s, sc.causal, 23, planted ? 0.25 : 2.0, planted);
+      for (float tol : {0.0f, 1e-9f, 1e-3f, 0.5f})
+        for (out_mode m : {out_mode::bf16, out_mode::debias})
+          for (attn::score_scaling scal : {attn::score_scaling::unfused, attn::score_scaling::fused})
+            for (attn::exp2_policy ex : {attn::exp2_policy::software, attn::exp2_policy::sfu}) {
+              const std::size_t rows_n = s.batch * s.heads * s.seq_q;
+              std::vector<std::uint64_t> rows(rows_n);
+              for (std::size_t i = 0; i < rows_n; ++i) rows[i] = i;
+              std::vector<float> score(rows_n * s.seq_k, -7), pbar(rows_n * s.seq_k, -7);
+              std::vector<std::uint16_t> o(s.o_size());
+              std::vector<float> lse(s.lse_size());
+              std::vector<probe::head_counters> counters(s.batch * s.heads);
+              attn::flash_options opt{m, scal};
+              opt.near_tolerance = tol;
+              opt.exp = ex;
+              attn::flash_args a{p.prob, opt, {}, counters.data(), {}};
+              a.t.q = p.q.data();
+              a.t.k = p.k.data();
+              a.t.v = p.v.data();
+              a.t.o_bf16 = o.data();
+              a.t.lse = lse.data();
+              a.dump = {rows.data(), static_cast<std::uint32_t>(rows_n), score.data(), pbar.data(), nullptr};
+              host::attention_forward(a);
+              const float near_raw = static_cast<float>(static_cast<double>(tol) / p.prob.scale);
+              for (std::size_t b = 0; b < s.batch; ++b)
+                for (std::size_t h = 0; h < s.heads; ++h) {
+                  std::uint64_t ones = 0, exact_rows = 0, near_rows = 0;
+                  for (std::size_t i = 0; i < s.seq_q; ++i) {
+                    const std::size_t at = s.q_row(b, h, i) * s.seq_k, vis = p.prob.visible_keys(i);
+                    float mx = -INFINITY;
+                    std::uint32_t exact = 0, near = 0;
+                    for (std::size_t k0 = 0; k0 < vis; k0 += attn::fwd_keys) {
+                      const std::size_t k1 = std::min<std::size_t>(k0 + attn::fwd_keys, vis);
+                      float tmax = -INFINITY;
+                      for (std::size_t j = k0; j < k1; ++j) tmax = std::fmax(tmax, score[at + j]);
+                      const float mn = std::fmax(mx, tmax), lo = mn - near_raw;
+                      if (mn > mx || mx == -INFINITY) exact = near = 0;
+                      if (mn != -INFINITY)
+                        for (std::size_t j = k0; j < k1; ++j) {
+                          exact += score[at + j] == mn;
+                          near += score[at + j] >= lo;
+                        }
+                      mx = mn;
+                    }
+                    for (std::size_t j = 0; j < s.seq_k; ++j) ones += pbar[at + j] == 1.0f && j < vis;
+                    if (mx != -INFINITY) {
+                      exact_rows += exact > 1;
+                      near_rows += near > 1;
+                    }
+                  }
+                  const std::string what = std::string(to_string(m)) + " tol " + std::to_string(tol) +
+                                           (planted ? " planted" : "") + " head " + std::to_string(h);
+                  const probe::head_counters& got = counters[b * s.heads + h];
+                  EXPECT_EQ(got.p_one, ones) << what;
+                  EXPECT_EQ(got.repeated_max_exact, exact_rows) << what;
+                  EXPECT_EQ(got.repeated_max_near, near_rows) << what;
+                  if (planted && h == 0 && m == out_mode::bf16 && scal == attn::score_scaling::unfused) {
+                    EXPECT_GT(got.p_one, 0u) << what;  // the four planted keys of every row
+                  }
+                }
+            }
+    }
+  }
+}
+
 TEST(FlashTwin, RejectsWhatTheKernelsDoNotSupport) {
   problem_data p = make({1, 1, 1, 8, 8, 64, 64}, false, 1);
   std::vector<std::uint16_t> o(p.prob.shape.o_size());
