@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "tiebreak/attn/flash.hpp"
 #include "tiebreak/gpu/cuda_check.cuh"
@@ -205,31 +204,60 @@ __global__ void __launch_bounds__(128) head_block_sum_kernel(const Counters* par
   if (threadIdx.x == 0) sums[blockIdx.x] = sum;
 }
 
+/// n head_counters of page-locked host memory mapped into the device's address space, this host
+/// thread's (kept and grown across calls; a call synchronises its stream before it returns, so the
+/// next call of the thread finds it free): the per-head sum kernel writes its sums straight into it,
+/// with no copy to issue and no pageable staging (cudaMemcpyAsync into pageable memory waits for the
+/// stream and copies through a driver buffer).
+struct mapped_sums {
+  probe::head_counters* host = nullptr;  ///< the host's address
+  probe::head_counters* dev = nullptr;   ///< the same memory, as the device addresses it
+  std::size_t n = 0;
+};
+inline mapped_sums mapped_head_sums(std::size_t n, const cuda_check& check) {
+  struct holder : mapped_sums {
+    ~holder() {
+      if (host) cudaFreeHost(host);  // at thread exit; an error (runtime already gone) is ignored
+    }
+  };
+  static thread_local holder h;
+  if (h.n < n) {
+    if (h.host) check(cudaFreeHost(h.host), "cudaFreeHost");
+    h.host = h.dev = nullptr;
+    h.n = 0;
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, n * sizeof(probe::head_counters), cudaHostAllocMapped), "cudaHostAlloc");
+    h.host = static_cast<probe::head_counters*>(p);
+    h.n = n;
+    void* d = nullptr;
+    check(cudaHostGetDevicePointer(&d, p, 0), "cudaHostGetDevicePointer");
+    h.dev = static_cast<probe::head_counters*>(d);
+  }
+  return h;
+}
+
 /// The probe's per-block counters of one launch: n_heads · per_head entries that the kernel writes
-/// (device memory, head-major, from the stream's pool), then the n_heads per-head sums.
+/// (device memory, head-major, from the stream's pool).
 struct block_counters {
   std::size_t n_heads, per_head;
   stream_buffer<probe::head_counters> buf;
   block_counters(const attn::flash_args& a, std::size_t per_head_, bool probed, cudaStream_t st, const cuda_check& check)
       : n_heads(a.prob.shape.batch * a.prob.shape.heads),
         per_head(per_head_),
-        buf(probed ? n_heads * per_head + n_heads : 0, st, check) {}
+        buf(probed ? n_heads * per_head : 0, st, check) {}
   /// Where the kernel writes its block counters; null when unprobed (nothing allocated).
   [[nodiscard]] probe::head_counters* partial() const noexcept { return buf.data(); }
 
-  /// After the probed kernel was launched on `st`: its counters summed per head on the device,
-  /// the n_heads sums copied back (the stream synchronised, kernel errors thrown as `what`) and added
-  /// to a.counters. Same bits as the twin's attn::merge_block_counters. (n_heads > 0: flash_check
-  /// refuses empty shapes.)
+  /// After the probed kernel was launched on `st`: its counters summed per head on the device into
+  /// mapped host memory (mapped_head_sums), the stream synchronised (kernel errors thrown as `what`)
+  /// and the sums added to a.counters. Same bits as the twin's attn::merge_block_counters. (n_heads >
+  /// 0: flash_check refuses empty shapes.)
   void add_to(const attn::flash_args& a, cudaStream_t st, const cuda_check& check, const char* what) const {
-    probe::head_counters* sums = buf.data() + n_heads * per_head;
-    head_block_sum_kernel<<<static_cast<unsigned>(n_heads), 128, 0, st>>>(buf.data(), per_head, sums);
+    const mapped_sums sums = mapped_head_sums(n_heads, check);
+    head_block_sum_kernel<<<static_cast<unsigned>(n_heads), 128, 0, st>>>(buf.data(), per_head, sums.dev);
     check(cudaGetLastError(), "launch the counters' sum");
-    std::vector<probe::head_counters> host(n_heads);
-    check(cudaMemcpyAsync(host.data(), sums, n_heads * sizeof(probe::head_counters), cudaMemcpyDeviceToHost, st),
-          "copy counters");
     check(cudaStreamSynchronize(st), what);
-    for (std::size_t i = 0; i < n_heads; ++i) a.counters[i].merge(host[i]);
+    for (std::size_t i = 0; i < n_heads; ++i) a.counters[i].merge(sums.host[i]);
   }
 };
 

@@ -375,19 +375,29 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void c_to_a_bf16(std::uint32_t (&a)[NB / 2][4],
 /// binade or is the first value of the next one, so r − x is the difference of the encodings in
 /// units of x's f32 ulp, which is 2^−16 of r's bf16 ulp in the same binade (k = 2 Δ) and 2^−17 across
 /// the boundary (k = Δ); subnormals count as exponent 1. |k| <= 2^17 (2^16 to nearest). Both finite:
-/// the caller checks (bf16_error_finite).
+/// the caller checks (bf16_error_finite). r has x's sign (every rounding of x does), so the difference
+/// of the two encodings is that of the magnitudes: the sign bits cancel.
 TIEBREAK_FORCEINLINE TIEBREAK_HD std::int32_t bf16_error_units(std::uint16_t r, float x) noexcept {
   const std::uint32_t rb = static_cast<std::uint32_t>(r) << 16, xb = f32_to_bits(x);
-  const std::int32_t d = static_cast<std::int32_t>((rb & 0x7fffffffu) - (xb & 0x7fffffffu));  // |r| − |x| in x's ulps
-  const std::uint32_t er = (rb >> 23) & 0xffu, ex = (xb >> 23) & 0xffu;
-  const int across = er > (ex > 1u ? ex : 1u) ? 1 : 0;  // x subnormal: exponent 1, as r's ulp
-  const std::int32_t k = static_cast<std::int32_t>(static_cast<std::uint32_t>(d) << (1 - across));
+  const auto d = static_cast<std::int32_t>(rb - xb);  // |r| − |x| in x's ulps
+  const std::uint32_t er = rb & 0x7f800000u, ex = xb & 0x7f800000u;
+  const bool across = er > (ex > 0x00800000u ? ex : 0x00800000u);  // x subnormal: exponent 1, as r's ulp
+  const std::int32_t k = across ? d : d + d;
   return (xb >> 31) != 0 ? -k : k;
 }
 
 /// Whether a bf16 result and the f32 it came from are both finite (the pairs whose error counts).
 TIEBREAK_FORCEINLINE TIEBREAK_HD bool bf16_error_finite(std::uint16_t r, float x) noexcept {
   return (r & 0x7f80u) != 0x7f80u && (f32_to_bits(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+/// Whether either bf16 half of a packed pair is Inf or NaN (exponent all ones), as a word: nonzero
+/// then. Per half, ~h & 0x7f80 is 0 exactly then; subtracting 1 from each half borrows into its bit 15
+/// only from 0 (a borrow out of the low half takes 1 more from the high one, whose field is then 0,
+/// still borrowing, or at least 0x80, not). For a pair rounded from two floats, a finite half means
+/// that its float was finite too (bf16_error_finite of both).
+TIEBREAK_FORCEINLINE TIEBREAK_HDC std::uint32_t bf16x2_not_finite(std::uint32_t pk) noexcept {
+  return ((~pk & 0x7f807f80u) - 0x00010001u) & 0x80008000u;
 }
 
 /// An error of k units (bf16_error_units) in bf16 ulps: k · 2^−17, exact in a float (|k| <= 2^17).
@@ -410,13 +420,23 @@ struct error_units_tally {
   std::uint64_t sum_sq = 0;
   std::uint32_t count = 0, positive = 0, negative = 0;
   TIEBREAK_FORCEINLINE TIEBREAK_HD void add(std::int32_t k) noexcept {
-    const auto u = static_cast<std::uint32_t>(k);
-    const std::uint32_t mag = k < 0 ? 0u - u : u;
-    sum += k;
-    sum_sq += static_cast<std::uint64_t>(mag) * mag;
+    accumulate(k);
     ++count;
+  }
+  /// add(k) but for the count, which the caller adds (one addition for a row of errors).
+  TIEBREAK_FORCEINLINE TIEBREAK_HD void accumulate(std::int32_t k) noexcept {
+    const auto u = static_cast<std::uint32_t>(k);
+    sum += k;
+    sum_sq += static_cast<std::uint64_t>(static_cast<std::int64_t>(k) * k);  // k² < 2^35: exact
     negative += u >> 31;          // the sign bit of k
     positive += (0u - u) >> 31;   // the sign bit of −k (|k| <= 2^17: no overflow)
+  }
+  TIEBREAK_FORCEINLINE TIEBREAK_HD void merge(const error_units_tally& o) noexcept {
+    sum += o.sum;
+    sum_sq += o.sum_sq;
+    count += o.count;
+    positive += o.positive;
+    negative += o.negative;
   }
   [[nodiscard]] TIEBREAK_FORCEINLINE TIEBREAK_HD probe::signed_moments moments() const noexcept {
     probe::signed_moments m;
@@ -444,6 +464,9 @@ struct thread_counting_probe {
   }
   TIEBREAK_FORCEINLINE TIEBREAK_HD void on_p_one(const probe::p_one_event&) noexcept { ++p_one; }
   TIEBREAK_FORCEINLINE TIEBREAK_HD void on_output_error(const probe::output_error_event& e) noexcept { output.add(e.error_units); }
+  /// The tally behind on_output_error, for a kernel that adds a row's errors to it directly (the
+  /// forward's epilogue: the same counters in fewer instructions and registers).
+  TIEBREAK_FORCEINLINE TIEBREAK_HD error_units_tally& output_units() noexcept { return output; }
   TIEBREAK_FORCEINLINE TIEBREAK_HD void on_delta_error(const probe::delta_error_event& e) noexcept { c.delta_error.add(e.error()); }
   [[nodiscard]] TIEBREAK_FORCEINLINE TIEBREAK_HD probe::head_counters counters() const noexcept {
     probe::head_counters r = c;
@@ -498,6 +521,26 @@ inline void merge_block_counters(const flash_args& a, const probe::head_counters
 }
 
 // --- the forward pass ----------------------------------------------------------------------------------
+
+/// m | bit where a >= b (or_if_eq: a == b), else m; NaN compares false. On the device a compare and
+/// a predicated or (FSETP, @P LOP3): a mask of compares then costs two instructions per bit, where
+/// the plain expression (m | (a >= b ? bit : 0)) compiles to three (a select in between).
+TIEBREAK_FORCEINLINE TIEBREAK_HD std::uint32_t or_if_ge(std::uint32_t m, float a, float b, std::uint32_t bit) noexcept {
+#if defined(__CUDA_ARCH__)
+  asm("{\n .reg .pred p;\n setp.ge.f32 p, %1, %2;\n @p or.b32 %0, %0, %3;\n}" : "+r"(m) : "f"(a), "f"(b), "r"(bit));
+  return m;
+#else
+  return a >= b ? m | bit : m;
+#endif
+}
+TIEBREAK_FORCEINLINE TIEBREAK_HD std::uint32_t or_if_eq(std::uint32_t m, float a, float b, std::uint32_t bit) noexcept {
+#if defined(__CUDA_ARCH__)
+  asm("{\n .reg .pred p;\n setp.eq.f32 p, %1, %2;\n @p or.b32 %0, %0, %3;\n}" : "+r"(m) : "f"(a), "f"(b), "r"(bit));
+  return m;
+#else
+  return a == b ? m | bit : m;
+#endif
+}
 
 /// The offset (in the scaled log2 domain) of a row whose running maximum is m, seen `count` times:
 /// o = m ⊗ c; under `debias`, once the maximum repeats, the paper's o = (β ⊗ m) ⊗ c (m > 0) or 0
@@ -571,10 +614,12 @@ struct fwd_regs {
   float off[XR];           ///< current offset (scaled log2 domain)
   float l[XR];             ///< this thread's part of the row sum of P-bar
   float tmax[XR];          ///< tile: quad maximum
+  float tmt[XR];           ///< tile: the thread's own maximum (probe)
   float tmin[XR];          ///< tile: the thread's minimum score (NaN if any score is NaN)
-  std::uint32_t cnt[XR];   ///< scores equal to the running maximum (quad total)
-  std::uint32_t near[XR];  ///< scores within the tolerance of it (quad total)
-  std::uint32_t tcount[MT];  ///< this tile's repeats of m-tile mt, a byte each: exact row 0, row 1, near row 0, row 1
+  std::uint32_t cnt[XR];   ///< debias: scores equal to the running maximum (quad total)
+  std::uint32_t pcnt[XR];  ///< probe, modes but debias: the thread's scores equal to the running maximum
+  std::uint32_t pnear[XR];  ///< probe: the thread's scores within the tolerance of it
+  std::uint32_t tcount[MT];  ///< debias: this tile's repeats of m-tile mt, a byte each (row 0, row 1)
   int dslot[XR];           ///< probe: the row's place in flash_args::dump.rows, or -1
   Probe pr;
   /// Score e (0, 1) of key block nb in local row x; the O accumulator likewise.
@@ -643,7 +688,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       r.off[x] = 0.0f;
       r.l[x] = 0.0f;
       r.cnt[x] = 0;
-      r.near[x] = 0;
+      r.pcnt[x] = 0;
+      r.pnear[x] = 0;
       r.dslot[x] = -1;
       if constexpr (Probe::enabled) {
         const int row = fwd_row<MT>(q0, w, g, x);
@@ -746,16 +792,17 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
             if constexpr (E == exp2_policy::software) mi = f32::min_nan(mi, r.sc(x, nb, e));
           }
         r.tmax[x] = mx;
+        if constexpr (Probe::enabled && Mode != out_mode::debias) r.tmt[x] = mx;
         r.tmin[x] = mi;
       }
     });
     TIEBREAK_UNROLL
     for (int x = 0; x < XR; ++x) be.quad_max([&](int tid) -> float& { return regs[be.slot(tid)].tmax[x]; });
 
-    // Repeats of the new running maximum in this tile (exact and near), then the quad's totals:
-    // only where something reads them (the debias offset, the probe).
-    constexpr bool counting = Mode == out_mode::debias || Probe::enabled;
-    if constexpr (counting) {
+    // debias: repeats of the new running maximum in this tile (exact, and near for the probe), then
+    // the quad's totals: the offset depends on whether the row's maximum repeats. In the other modes
+    // the probe counts per thread instead, in the softmax below.
+    if constexpr (Mode == out_mode::debias) {
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       TIEBREAK_UNROLL
@@ -764,18 +811,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         const float lo = f32::sub_rn(mn, c.near_raw);
         std::uint32_t ce = 0, cn = 0;
         // Every score of the thread is <= the quad's tile maximum: when that lies below the
-        // threshold, no score can count, and the loop is skipped (most tiles, once the row's
-        // maximum has settled). Exact: the counts are 0 either way.
-        // The comparisons as bit masks (one bit per score), then a population count each: a compare
-        // and a logic operation per score instead of a chain of conditional increments.
+        // threshold (the maximum, or with the probe lo <= it), no score can count, and the loop is
+        // skipped (most tiles, once the row's maximum has settled). Exact: the counts are 0 either way.
+        // The comparisons as bit masks (one bit per score), then a population count each.
         if (r.tmax[x] >= (Probe::enabled ? lo : mn) && mn != -f32::inf) {
           static_assert(2 * NB <= 32, "a score per bit");
           std::uint32_t me = 0, mnear = 0;
           TIEBREAK_UNROLL
           for (int i = 0; i < 2 * NB; ++i) {
-            const float sv = r.sc(x, i >> 1, i & 1);
-            me |= (sv == mn ? 1u : 0u) << i;
-            if constexpr (Probe::enabled) mnear |= (sv >= lo ? 1u : 0u) << i;
+            me = or_if_eq(me, r.sc(x, i >> 1, i & 1), mn, 1u << i);
+            if constexpr (Probe::enabled) mnear = or_if_ge(mnear, r.sc(x, i >> 1, i & 1), lo, 1u << i);
           }
           ce = static_cast<std::uint32_t>(popcount32(me));
           if constexpr (Probe::enabled) cn = static_cast<std::uint32_t>(popcount32(mnear));
@@ -808,16 +853,12 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         // from the branch on the H100 (debias 0.96-1.00x, 2026-12-06), and bf16's code spilled with it.
         const bool settled = Probe::enabled && r.tmax[x] < mo && r.off[x] < f32::inf;
         const float mn = f32::max(mo, r.tmax[x]);
-        if constexpr (counting) {  // the row's repeat counts: a new maximum restarts them
+        const bool restart = mn > mo || mo == -f32::inf;  // a new maximum restarts the repeat counts
+        if constexpr (Mode == out_mode::debias) {
           const std::uint32_t tw = r.tcount[x >> 1];
           const std::uint32_t tc = (tw >> (8 * (x & 1))) & 0xffu, tn = (tw >> (16 + 8 * (x & 1))) & 0xffu;
-          if (mn > mo || mo == -f32::inf) {
-            r.cnt[x] = tc;
-            r.near[x] = tn;
-          } else {
-            r.cnt[x] += tc;
-            r.near[x] += tn;
-          }
+          r.cnt[x] = restart ? tc : r.cnt[x] + tc;
+          if constexpr (Probe::enabled) r.pnear[x] = restart ? tn : r.pnear[x] + tn;
         }
         float on = r.off[x], alpha = 1.0f, l = r.l[x];
         if (!settled) {
@@ -828,6 +869,59 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           l = f32::mul_rn(l, alpha);
         }
         const int row = fwd_row<MT>(q0, w, g, x);
+        // Probe: the row's repeats (exact: equal to the running maximum; near: within the tolerance,
+        // s >= lo) and its P-bar == 1 events, each thread counting its own scores (the quad's totals
+        // are summed once, after the tiles). A thread's scores are <= its own tile maximum tm, and x
+        // is non-decreasing in the score under both scalings, so the thread can count something only
+        // when tm >= lo (a repeat) or x(tm) >= -2^-20 (P-bar == 1 needs that: exp2_sw(x) < 1 - 6e-7
+        // below, the SFU's is 1 only for x > -2^-23, fp/sfu.hpp); otherwise (most rows, most tiles)
+        // its counts only restart when the quad's maximum rose. Where the thread holds at most one
+        // score >= lo (tn <= 1), that score is tm: it is exact iff tm == mn, and when moreover
+        // x(lo) < -2^-20 no other score can give P-bar == 1, so tm's P-bar, recomputed (the same
+        // exp2 of the same x as the loop below), decides the event; otherwise (repeats near the
+        // maximum) every score is compared. Exact either way: the counts are those of a compare per score.
+        [[maybe_unused]] bool p_scan = false;
+        if constexpr (Probe::enabled && Mode == out_mode::debias) {
+          // debias counted its repeats per quad (above); P-bar == 1 (rare here: a repeated maximum
+          // moves the offset above it) is looked for where the quad's maximum could give it.
+          p_scan = row < seq_q && score_x<Sc>(r.tmax[x], on, c) >= -0x1p-20f;
+        } else if constexpr (Probe::enabled) {
+          const float lo = f32::sub_rn(mn, c.near_raw), tm = r.tmt[x];
+          const bool cand = tm >= lo && mn != -f32::inf;
+          const bool pcand = row < seq_q && score_x<Sc>(tm, on, c) >= -0x1p-20f;
+          if (restart || cand || pcand) {
+            std::uint32_t tn = 0, te = 0, mnear = 0;
+            if (cand) {
+              static_assert(2 * NB <= 32, "a score per bit");
+              TIEBREAK_UNROLL
+              for (int i = 0; i < 2 * NB; ++i) mnear = or_if_ge(mnear, r.sc(x, i >> 1, i & 1), lo, 1u << i);
+              tn = static_cast<std::uint32_t>(popcount32(mnear));
+              if (tn > 1) {
+                std::uint32_t me = 0;
+                TIEBREAK_UNROLL
+                for (int i = 0; i < 2 * NB; ++i) me = or_if_eq(me, r.sc(x, i >> 1, i & 1), mn, 1u << i);
+                te = static_cast<std::uint32_t>(popcount32(me));
+              } else {
+                te = tm == mn ? 1u : 0u;  // tn == 1 here (cand: tm >= lo)
+              }
+            }
+            if (pcand) {
+              if (tn <= 1 && score_x<Sc>(lo, on, c) < -0x1p-20f) {
+                // tn == 1: pcand and x(lo) < -2^-20 put tm >= lo; mnear's one bit is tm's score.
+                if (exp2_p<E, Be>(score_x<Sc>(tm, on, c)) == 1.0f) {
+                  const int i = 63 - clz64(mnear);
+                  r.pr.on_p_one(probe::p_one_event{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                                                    static_cast<std::uint32_t>(row)},
+                                                   static_cast<std::uint32_t>(k0 + 8 * (i >> 1) + 2 * t + (i & 1))});
+                }
+              } else {
+                p_scan = true;  // after the exponentials, below
+              }
+            }
+            r.pnear[x] = restart ? tn : r.pnear[x] + tn;
+            r.pcnt[x] = restart ? te : r.pcnt[x] + te;
+          }
+        }
         // Probe, on dumped rows only (a branch per row, found once before the tiles): the raw
         // scores kept before P-bar overwrites them, then written with the offset in force and P-bar
         // by one rolled loop (below), through per-thread memory indexed at run time.
@@ -876,11 +970,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
               if (a.dump.pbar) a.dump.pbar[j] = pbar[i];
             }
           }
-          // P-bar == 1 needs x >= -2^-20 (exp2_sw(x) < 1 - 6e-7 below; the SFU's is 1 only for
-          // x > -2^-23, fp/sfu.hpp); x is non-decreasing in the
-          // score under both scalings and the quad's tile maximum bounds the thread's scores, so
-          // rows whose maximum lies further below the offset are skipped (most rows, most tiles).
-          if (row < seq_q && score_x<Sc>(r.tmax[x], on, c) >= -0x1p-20f) {
+          // P-bar == 1 by a compare per score, where it was not settled above (debias: wherever the
+          // quad's maximum could give it).
+          if (p_scan) {
             TIEBREAK_UNROLL
             for (int nb = 0; nb < NB; ++nb)
               TIEBREAK_UNROLL
@@ -929,6 +1021,14 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
   // The row sums of the quad (thread partials, then xor 1, xor 2), normalisation, output.
   TIEBREAK_UNROLL
   for (int x = 0; x < XR; ++x) be.quad_sum([&](int tid) -> float& { return regs[be.slot(tid)].l[x]; });
+  // Probe: the row's repeat counts, the quad's totals of its threads' (debias counted per quad).
+  if constexpr (Probe::enabled && Mode != out_mode::debias) {
+    TIEBREAK_UNROLL
+    for (int x = 0; x < XR; ++x) {
+      be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].pnear[x]; });
+      be.quad_count([&](int tid) -> std::uint32_t& { return regs[be.slot(tid)].pcnt[x]; });
+    }
+  }
   TIEBREAK_UNROLL
   for (int x = 0; x < XR; ++x) {
     be.for_threads([&](int tid) {
@@ -952,6 +1052,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         if constexpr (Mode == out_mode::stochastic)
           nan_free = nan_free & !(f32::is_nan(r.oc(x, dn, 0)) | f32::is_nan(r.oc(x, dn, 1)));  // no short circuit
       }
+      // D = 128: the probed kernel sits at its 168-register bound, and the row tally's live values
+      // spill there (56 bytes, sm_90a): it keeps the per-element events.
+      constexpr bool row_hook = Probe::enabled && D == 64 && requires(Probe& p) {
+        { p.output_units() } -> std::same_as<error_units_tally&>;
+      };
       auto store_row = [&](auto no_nan) {
         // stochastic: 16 random bits per element (all that f32 -> bf16 stochastic rounding uses: the
         // 16 bits it drops are added to them), half col & 1 (0: the high half) of word (col >> 3) & 3
@@ -959,6 +1064,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         // columns 8 dn + 2 t + e are block 4 (dn >> 2) + t, word dn & 3, half e: the thread's own
         // four blocks per row, computed as its loop over dn reaches them (dn & 3 == 0).
         [[maybe_unused]] philox_block rb{};
+        // Probe with a tally (output_units): the row's errors added to it here without a branch per
+        // element. A pair's two halves are finite unless bf16x2_not_finite says otherwise; an element
+        // that is not adds an error of 0 (nothing to any sum) and is not counted.
+        [[maybe_unused]] std::uint32_t not_finite = 0;
         TIEBREAK_UNROLL
         for (int dn = 0; dn < DN; ++dn) {
           const int col0 = 8 * dn + 2 * t;  // even: the pair (col0, col0 + 1) is stored as one word
@@ -980,7 +1089,14 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
             else pk = f32x2_bits_to_bf16x2_sr(f32_to_bits(of[0]), f32_to_bits(of[1]), rb.w[dn & 3]);
             ob[0] = static_cast<std::uint16_t>(pk);
             ob[1] = static_cast<std::uint16_t>(pk >> 16);
+            if constexpr (row_hook) {
+              const std::uint32_t nf = bf16x2_not_finite(pk);
+              not_finite += static_cast<std::uint32_t>(popcount32(nf));
+              r.pr.output_units().accumulate((nf & 0x8000u) != 0 ? 0 : bf16_error_units(ob[0], of[0]));
+              r.pr.output_units().accumulate((nf & 0x80000000u) != 0 ? 0 : bf16_error_units(ob[1], of[1]));
+            }
           }
+          if constexpr (!row_hook) {
           TIEBREAK_UNROLL
           for (int e = 0; e < 2; ++e) {
             const int col = col0 + e;
@@ -1001,9 +1117,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
               }
             }
           }
+          }
           if constexpr (Mode != out_mode::fp32) be.store2(a.t.o_bf16 + orow + 8 * dn, ob[0], ob[1]);
           if (Mode == out_mode::fp32 || a.t.o_f32) be.store2(a.t.o_f32 + orow + 8 * dn, of[0], of[1]);
         }
+        if constexpr (row_hook) r.pr.output_units().count += 2 * DN - not_finite;  // fp32: every element, error 0
       };
       if constexpr (Mode == out_mode::stochastic) {
         if (nan_free) store_row(std::true_type{});
@@ -1021,8 +1139,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
             ev.at = {static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(row)};
             ev.max = r.m[x];
             ev.tolerance = a.opt.near_tolerance;
-            ev.exact = r.cnt[x];
-            ev.near = r.near[x];
+            ev.exact = Mode == out_mode::debias ? r.cnt[x] : r.pcnt[x];
+            ev.near = r.pnear[x];
             r.pr.on_repeated_max(ev);
           }
         }

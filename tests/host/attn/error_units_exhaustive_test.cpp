@@ -63,6 +63,35 @@ TEST(ErrorUnitsExhaustive, BothNeighboursOfEveryFloat) {
   EXPECT_EQ(log.count(), 0u) << log.report();
 }
 
+/// bf16x2_not_finite against the per-half definition, for every 32-bit pair.
+TEST(ErrorUnitsExhaustive, PairNotFiniteForEveryPair) {
+  mismatch_log log;
+  sweep_blocks("bf16x2_not_finite", std::uint64_t{1} << 32, std::uint64_t{1} << 16, [&](std::uint64_t lo, std::uint64_t hi) {
+    for (std::uint64_t i = lo; i < hi; ++i) {
+      const auto pk = static_cast<std::uint32_t>(i);
+      const std::uint32_t want = ((pk & 0x7f80u) == 0x7f80u ? 0x8000u : 0u) | ((pk & 0x7f800000u) == 0x7f800000u ? 0x80000000u : 0u);
+      if (attn::bf16x2_not_finite(pk) != want) log.add("pk=" + hex(pk));
+    }
+  });
+  EXPECT_EQ(log.count(), 0u) << log.report();
+}
+
+/// The same at every test level, on the pairs that decide it: each half finite at its largest
+/// exponent, Inf, NaN, and the smallest fields either side of the borrow.
+TEST(ErrorUnits, PairNotFiniteMarksEachHalf) {
+  const std::uint16_t finite[] = {0x0000, 0x0001, 0x0080, 0x7f7f, 0x8000, 0xff7f, 0x3f80};
+  const std::uint16_t special[] = {0x7f80, 0xff80, 0x7fc0, 0x7fff, 0xffff, 0x7f81};
+  for (std::uint16_t a : finite) {
+    for (std::uint16_t b : finite) EXPECT_EQ(attn::bf16x2_not_finite(static_cast<std::uint32_t>(b) << 16 | a), 0u);
+    for (std::uint16_t b : special) {
+      EXPECT_EQ(attn::bf16x2_not_finite(static_cast<std::uint32_t>(b) << 16 | a), 0x80000000u) << hex(a) << " " << hex(b);
+      EXPECT_EQ(attn::bf16x2_not_finite(static_cast<std::uint32_t>(a) << 16 | b), 0x8000u) << hex(a) << " " << hex(b);
+    }
+  }
+  for (std::uint16_t a : special)
+    for (std::uint16_t b : special) EXPECT_EQ(attn::bf16x2_not_finite(static_cast<std::uint32_t>(b) << 16 | a), 0x80008000u);
+}
+
 /// At every test level, in full: the inputs whose larger neighbour starts the next binade (bf16
 /// mantissa 0x7f: k = Δ there, 2 Δ elsewhere), and the subnormals and the smallest normal binade (a
 /// sampled sweep visits few of them).
@@ -111,6 +140,22 @@ TEST(ErrorUnits, TallyEqualsSequentialDoubleMoments) {
     }
     EXPECT_EQ(t.moments(), ref) << n;
     EXPECT_EQ(t.count, ref.count);
+  }
+  // The forward's row form: accumulate (no count), the count added once, merged into a running tally.
+  {
+    attn::error_units_tally one, rows;
+    for (int row = 0; row < 5; ++row) {
+      attn::error_units_tally r;
+      for (int i = 0; i < 64; ++i) {
+        state = tiebreak::splitmix64(state);
+        const auto k = static_cast<std::int32_t>(state % 262145) - 131072;  // [-2^17, 2^17]
+        one.add(k);
+        r.accumulate(k);
+      }
+      r.count = 64;
+      rows.merge(r);
+    }
+    EXPECT_EQ(rows.moments(), one.moments());
   }
   // Extremes: a full ulp either way, and half an ulp (round to nearest at a tie).
   attn::error_units_tally t;

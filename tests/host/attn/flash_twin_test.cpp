@@ -469,7 +469,8 @@ TEST(FlashTwin, DumpsChosenRows) {
 // restarts both counts; exact: equal to it; near: at or above it minus the tolerance, in raw units,
 // rounded to f32 once). Tolerances 0 and 1e-9 leave no gap between the maximum and the scores whose
 // P-bar may be 1, 1e-3 is the default (one score near the maximum, in most rows of random inputs),
-// 0.5 makes many scores near.
+// 0.5 makes many scores near: the kernel's shortcuts for one score near the maximum and its
+// per-score compares both run.
 TEST(FlashTwin, ProbeCountsMatchTheDumpedScores) {
   for (const shape_case& sc : active_cases()) {
     const attn::shape& s = sc.s;
