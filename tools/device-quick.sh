@@ -10,7 +10,9 @@
 #      default FlashGpu.ForwardAndBackward*),
 #   3. Nsight Compute's per-kernel durations of one forward+backward (TIEBREAK_QUICK_NCU_ARGS, default
 #      S = 4k, bf16, probe off, sfu) for the forward, delta and gradient kernels
-#      (TIEBREAK_QUICK_NCU_METRICS: other metrics, default gpu__time_duration.sum),
+#      (TIEBREAK_QUICK_NCU_METRICS: other metrics, default gpu__time_duration.sum; TIEBREAK_QUICK_NCU_KERNELS:
+#      another kernel regex, e.g. with head_block_sum for the probe's sum kernel; TIEBREAK_QUICK_NCU_EXTRA: more
+#      ncu options, e.g. "--clock-control none --cache-control none" for durations at the clocks a timed call sees),
 #   4. with TIEBREAK_QUICK_RAW_ARGS, attention_bench itself on those options (JSON lines, quick-raw.jsonl)
 #      while nvidia-smi logs the SM clock, power and throttle reasons every 100 ms (quick-clocks.csv):
 #      for timings that ncu's locked clocks would hide,
@@ -70,8 +72,9 @@ for tool in memcheck racecheck; do
 done
 ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 read -r -a n_args <<<"${TIEBREAK_QUICK_NCU_ARGS:---seqs 4096 --causal off --modes bf16 --probe off --exp sfu --passes fwd+bwd --warmup 0 --reps 1}"
-"$ncu_bin" --csv --page raw -k 'regex:flash_forward|flash_delta|flash_gradient' --metrics "${TIEBREAK_QUICK_NCU_METRICS:-gpu__time_duration.sum}" \
-  "$bench" "${n_args[@]}" >"$OUTDIR/ncu.csv" 2>&1
+read -r -a n_extra <<<"${TIEBREAK_QUICK_NCU_EXTRA:-}"
+"$ncu_bin" --csv --page raw -k "regex:${TIEBREAK_QUICK_NCU_KERNELS:-flash_forward|flash_delta|flash_gradient}" \
+  --metrics "${TIEBREAK_QUICK_NCU_METRICS:-gpu__time_duration.sum}" "${n_extra[@]}" "$bench" "${n_args[@]}" >"$OUTDIR/ncu.csv" 2>&1
 say "ncu exit $?"
 if [ -n "${TIEBREAK_QUICK_RAW_ARGS:-}" ]; then
   read -r -a r_args <<<"$TIEBREAK_QUICK_RAW_ARGS"

@@ -41,19 +41,18 @@ __global__ void __launch_bounds__(attn::bwd_threads) flash_gradient_kernel(attn:
   else attn::flash_dq_block<be_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
 }
 
+/// The delta kernel and, probed, its counters' sum, launched on `st`; the caller synchronises `st`
+/// (once, after the gradient kernels: they need only the stream's order) and then adds the sums
+/// (block_counters::add_to).
 template <attn::out_mode M, class Probe>
-void delta(const attn::flash_args& a, cudaStream_t st) {
+void delta(const attn::flash_args& a, cudaStream_t st, const detail::block_counters& counters) {
   const auto& s = a.prob.shape;
-  const int per_head = static_cast<int>((s.seq_q + attn::bwd_threads - 1) / attn::bwd_threads);
   const std::size_t bh = s.batch * s.heads;
-  const detail::block_counters counters(a, static_cast<std::size_t>(per_head), Probe::enabled, st, check);
   const std::size_t smem = Probe::enabled ? attn::delta_smem_bytes : 0;
-  flash_delta_kernel<M, Probe><<<dim3(static_cast<unsigned>(per_head), static_cast<unsigned>(bh)), attn::bwd_threads, smem, st>>>(
-      a, counters.partial(), per_head);
+  flash_delta_kernel<M, Probe><<<dim3(static_cast<unsigned>(counters.per_head), static_cast<unsigned>(bh)), attn::bwd_threads, smem, st>>>(
+      a, counters.partial(), static_cast<int>(counters.per_head));
   check(cudaGetLastError(), "launch delta");
-  // Unprobed, the gradient kernels follow on the same stream, whose order is all they need: the
-  // call synchronises once, after them (a fault in delta surfaces there).
-  if constexpr (Probe::enabled) counters.add_to(a, st, check, "delta kernel");
+  if constexpr (Probe::enabled) counters.launch_sum(st, check);
 }
 
 template <int D, attn::score_scaling Sc, attn::exp2_policy E>
@@ -71,7 +70,6 @@ void gradients(const attn::flash_args& a, cudaStream_t st) {
   };
   run(flash_gradient_kernel<D, Sc, E, true>, s.seq_k, s.kv_heads, attn::bwd_rows, attn::bwd_smem_bytes<D>, "launch dK/dV");
   run(flash_gradient_kernel<D, Sc, E, false>, s.seq_q, s.heads, attn::dq_rows, attn::dq_smem_bytes<D>, "launch dQ");
-  check(cudaStreamSynchronize(st), "backward kernels (delta, dK/dV, dQ)");
 }
 
 template <int D>
@@ -106,8 +104,13 @@ void attention_backward(const attn::flash_args& a, void* stream) {
   if (a.prob.shape.batch * a.prob.shape.heads > 65535)
     throw std::invalid_argument("tiebreak::gpu::attention_backward: batch * heads must be at most 65535");
   const auto st = static_cast<cudaStream_t>(stream);
-  attn::dispatch_delta(a, [&]<attn::out_mode M, class Probe>() { delta<M, Probe>(a, st); });
+  const auto& s = a.prob.shape;
+  const detail::block_counters counters(a, (s.seq_q + attn::bwd_threads - 1) / attn::bwd_threads, a.counters != nullptr, check);
+  attn::dispatch_delta(a, [&]<attn::out_mode M, class Probe>() { delta<M, Probe>(a, st, counters); });
   attn::dispatch_gradients(a, [&]<int D, attn::score_scaling Sc, attn::exp2_policy E>() { gradients<D, Sc, E>(a, st); });
+  // One wait for the whole call (a fault in any kernel surfaces here), then the probe's sums.
+  check(cudaStreamSynchronize(st), "backward kernels (delta, dK/dV, dQ)");
+  if (counters.partial() != nullptr) counters.add_to(a);
 }
 
 }  // namespace tiebreak::gpu

@@ -204,60 +204,90 @@ __global__ void __launch_bounds__(128) head_block_sum_kernel(const Counters* par
   if (threadIdx.x == 0) sums[blockIdx.x] = sum;
 }
 
-/// n head_counters of page-locked host memory mapped into the device's address space, this host
-/// thread's (kept and grown across calls; a call synchronises its stream before it returns, so the
-/// next call of the thread finds it free): the per-head sum kernel writes its sums straight into it,
-/// with no copy to issue and no pageable staging (cudaMemcpyAsync into pageable memory waits for the
-/// stream and copies through a driver buffer).
-struct mapped_sums {
-  probe::head_counters* host = nullptr;  ///< the host's address
-  probe::head_counters* dev = nullptr;   ///< the same memory, as the device addresses it
-  std::size_t n = 0;
+/// This host thread's scratch for the probe's counters on its current device, kept and grown across
+/// calls: the per-block counters the kernels write (device memory) and the per-head sums
+/// (page-locked host memory mapped into the device's address space: the sum kernel writes them
+/// straight there, no copy to issue). A call synchronises its stream before it returns, so the
+/// thread's next call finds both free; a thread that switched devices gets new ones. (Per call,
+/// cudaMallocAsync from the default pool, whose release threshold is 0, handed its memory back to
+/// the driver at every synchronisation and took it again at the next call; a cudaMemcpyAsync into
+/// pageable memory waits for the stream and stages through a driver buffer.)
+struct probe_scratch {
+  probe::head_counters* partial = nullptr;    ///< device memory, n_partial entries
+  probe::head_counters* sums_host = nullptr;  ///< mapped host memory, n_sums entries, the host's address
+  probe::head_counters* sums_dev = nullptr;   ///< the same memory, as the device addresses it
+  std::size_t n_partial = 0, n_sums = 0;
+  int device = -1;
 };
-inline mapped_sums mapped_head_sums(std::size_t n, const cuda_check& check) {
-  struct holder : mapped_sums {
-    ~holder() {
-      if (host) cudaFreeHost(host);  // at thread exit; an error (runtime already gone) is ignored
+inline const probe_scratch& probe_scratch_for(std::size_t n_partial, std::size_t n_sums, const cuda_check& check) {
+  struct holder : probe_scratch {
+    void release_partial() noexcept {
+      if (partial) cudaFree(partial);
+      partial = nullptr;
+      n_partial = 0;
+    }
+    void release_sums() noexcept {
+      if (sums_host) cudaFreeHost(sums_host);
+      sums_host = sums_dev = nullptr;
+      n_sums = 0;
+    }
+    ~holder() {  // at thread exit; errors (the runtime may be gone already) are ignored
+      release_partial();
+      release_sums();
     }
   };
   static thread_local holder h;
-  if (h.n < n) {
-    if (h.host) check(cudaFreeHost(h.host), "cudaFreeHost");
-    h.host = h.dev = nullptr;
-    h.n = 0;
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  if (dev != h.device) {
+    h.release_partial();
+    h.release_sums();
+    h.device = dev;
+  }
+  if (h.n_partial < n_partial) {
+    h.release_partial();
     void* p = nullptr;
-    check(cudaHostAlloc(&p, n * sizeof(probe::head_counters), cudaHostAllocMapped), "cudaHostAlloc");
-    h.host = static_cast<probe::head_counters*>(p);
-    h.n = n;
+    check(cudaMalloc(&p, n_partial * sizeof(probe::head_counters)), "cudaMalloc (the probe's block counters)");
+    h.partial = static_cast<probe::head_counters*>(p);
+    h.n_partial = n_partial;
+  }
+  if (h.n_sums < n_sums) {
+    h.release_sums();
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, n_sums * sizeof(probe::head_counters), cudaHostAllocMapped), "cudaHostAlloc");
+    h.sums_host = static_cast<probe::head_counters*>(p);
+    h.n_sums = n_sums;
     void* d = nullptr;
     check(cudaHostGetDevicePointer(&d, p, 0), "cudaHostGetDevicePointer");
-    h.dev = static_cast<probe::head_counters*>(d);
+    h.sums_dev = static_cast<probe::head_counters*>(d);
   }
   return h;
 }
 
 /// The probe's per-block counters of one launch: n_heads · per_head entries that the kernel writes
-/// (device memory, head-major, from the stream's pool).
+/// (head-major, in the thread's probe_scratch), summed per head on the device into mapped host
+/// memory and added to the caller's table. Unprobed, nothing is allocated and partial() is null.
 struct block_counters {
   std::size_t n_heads, per_head;
-  stream_buffer<probe::head_counters> buf;
-  block_counters(const attn::flash_args& a, std::size_t per_head_, bool probed, cudaStream_t st, const cuda_check& check)
-      : n_heads(a.prob.shape.batch * a.prob.shape.heads),
-        per_head(per_head_),
-        buf(probed ? n_heads * per_head : 0, st, check) {}
-  /// Where the kernel writes its block counters; null when unprobed (nothing allocated).
-  [[nodiscard]] probe::head_counters* partial() const noexcept { return buf.data(); }
+  const probe_scratch* scratch = nullptr;
+  block_counters(const attn::flash_args& a, std::size_t per_head_, bool probed, const cuda_check& check)
+      : n_heads(a.prob.shape.batch * a.prob.shape.heads), per_head(per_head_) {
+    if (probed) scratch = &probe_scratch_for(n_heads * per_head, n_heads, check);
+  }
+  /// Where the kernel writes its block counters; null when unprobed.
+  [[nodiscard]] probe::head_counters* partial() const noexcept { return scratch ? scratch->partial : nullptr; }
 
-  /// After the probed kernel was launched on `st`: its counters summed per head on the device into
-  /// mapped host memory (mapped_head_sums), the stream synchronised (kernel errors thrown as `what`)
-  /// and the sums added to a.counters. Same bits as the twin's attn::merge_block_counters. (n_heads >
-  /// 0: flash_check refuses empty shapes.)
-  void add_to(const attn::flash_args& a, cudaStream_t st, const cuda_check& check, const char* what) const {
-    const mapped_sums sums = mapped_head_sums(n_heads, check);
-    head_block_sum_kernel<<<static_cast<unsigned>(n_heads), 128, 0, st>>>(buf.data(), per_head, sums.dev);
+  /// After the probed kernel was launched on `st`: the per-head sum kernel, behind it on `st`
+  /// (n_heads > 0: flash_check refuses empty shapes). Later kernels of the call may follow on `st`
+  /// before the call synchronises.
+  void launch_sum(cudaStream_t st, const cuda_check& check) const {
+    head_block_sum_kernel<<<static_cast<unsigned>(n_heads), 128, 0, st>>>(scratch->partial, per_head, scratch->sums_dev);
     check(cudaGetLastError(), "launch the counters' sum");
-    check(cudaStreamSynchronize(st), what);
-    for (std::size_t i = 0; i < n_heads; ++i) a.counters[i].merge(sums.host[i]);
+  }
+  /// After `st` was synchronised: the sums added to a.counters. Same bits as the twin's
+  /// attn::merge_block_counters.
+  void add_to(const attn::flash_args& a) const {
+    for (std::size_t i = 0; i < n_heads; ++i) a.counters[i].merge(scratch->sums_host[i]);
   }
 };
 

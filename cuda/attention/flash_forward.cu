@@ -38,12 +38,13 @@ void launch(const attn::flash_args& a, cudaStream_t stream) {
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute");
   if (bh > 65535) throw std::invalid_argument("tiebreak::gpu::attention_forward: batch * heads must be at most 65535");
-  const detail::block_counters counters(a, static_cast<std::size_t>(n_qt), Probe::enabled, stream, check);
+  const detail::block_counters counters(a, static_cast<std::size_t>(n_qt), Probe::enabled, check);
   kernel<<<dim3(static_cast<unsigned>(n_qt), static_cast<unsigned>(bh)), attn::fwd_threads, smem, stream>>>(
       a, attn::make_consts(a), counters.partial(), n_qt);
   check(cudaGetLastError(), "launch");
-  if constexpr (Probe::enabled) counters.add_to(a, stream, check, "kernel");
-  else check(cudaStreamSynchronize(stream), "kernel");
+  if constexpr (Probe::enabled) counters.launch_sum(stream, check);
+  check(cudaStreamSynchronize(stream), "kernel");
+  if constexpr (Probe::enabled) counters.add_to(a);
 }
 
 }  // namespace
