@@ -819,8 +819,17 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           std::uint32_t me = 0, mnear = 0;
           TIEBREAK_UNROLL
           for (int i = 0; i < 2 * NB; ++i) {
-            me = or_if_eq(me, r.sc(x, i >> 1, i & 1), mn, 1u << i);
-            if constexpr (Probe::enabled) mnear = or_if_ge(mnear, r.sc(x, i >> 1, i & 1), lo, 1u << i);
+            // The predicated or (or_if_eq) in the probed kernel at D = 64 only: unprobed it cut the
+            // loop's SASS but timed 0.96-0.99x on the H100 (2026-12-06, 16:32 UTC), and the probed
+            // D = 128 kernel spilled with it (12 bytes) and timed 0.94-0.99x at S = 16k; those keep
+            // the plain expressions.
+            if constexpr (Probe::enabled && D == 64) {
+              me = or_if_eq(me, r.sc(x, i >> 1, i & 1), mn, 1u << i);
+              mnear = or_if_ge(mnear, r.sc(x, i >> 1, i & 1), lo, 1u << i);
+            } else {
+              me |= (r.sc(x, i >> 1, i & 1) == mn ? 1u : 0u) << i;
+              if constexpr (Probe::enabled) mnear |= (r.sc(x, i >> 1, i & 1) >= lo ? 1u : 0u) << i;
+            }
           }
           ce = static_cast<std::uint32_t>(popcount32(me));
           if constexpr (Probe::enabled) cn = static_cast<std::uint32_t>(popcount32(mnear));
@@ -857,8 +866,16 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         if constexpr (Mode == out_mode::debias) {
           const std::uint32_t tw = r.tcount[x >> 1];
           const std::uint32_t tc = (tw >> (8 * (x & 1))) & 0xffu, tn = (tw >> (16 + 8 * (x & 1))) & 0xffu;
-          r.cnt[x] = restart ? tc : r.cnt[x] + tc;
-          if constexpr (Probe::enabled) r.pnear[x] = restart ? tn : r.pnear[x] + tn;
+          if constexpr (Probe::enabled && D == 64) {
+            r.cnt[x] = restart ? tc : r.cnt[x] + tc;
+            r.pnear[x] = restart ? tn : r.pnear[x] + tn;
+          } else if (restart) {  // the form of the kernels above that keep the plain expressions
+            r.cnt[x] = tc;
+            if constexpr (Probe::enabled) r.pnear[x] = tn;
+          } else {
+            r.cnt[x] += tc;
+            if constexpr (Probe::enabled) r.pnear[x] += tn;
+          }
         }
         float on = r.off[x], alpha = 1.0f, l = r.l[x];
         if (!settled) {
