@@ -41,28 +41,6 @@ class device_buffer {
   T* ptr_ = nullptr;
 };
 
-/// n elements of T from the stream-ordered pool (cudaMallocAsync), freed in the same stream's order
-/// (cudaFreeAsync) on every path; n = 0 allocates nothing (data() is null). For memory a launcher
-/// needs per call: once the pool holds it, allocating costs no device-wide synchronisation, as
-/// cudaMalloc and cudaFree do. Uninitialised.
-template <class T>
-class stream_buffer {
- public:
-  stream_buffer(std::size_t n, cudaStream_t stream, const cuda_check& check) : stream_(stream) {
-    if (n) check(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), n * sizeof(T), stream), "cudaMallocAsync");
-  }
-  ~stream_buffer() {
-    if (ptr_) cudaFreeAsync(ptr_, stream_);
-  }
-  stream_buffer(const stream_buffer&) = delete;
-  stream_buffer& operator=(const stream_buffer&) = delete;
-  [[nodiscard]] T* data() const noexcept { return ptr_; }
-
- private:
-  T* ptr_ = nullptr;
-  cudaStream_t stream_;
-};
-
 /// cudaSuccess when device 0 exists and `kernel` (a __global__ function of the calling library)
 /// has an image it runs: the libraries are built for sm_90 / sm_90a only, so another GPU answers
 /// cudaErrorNoKernelImageForDevice here instead of failing at the first launch. Never throws; the
