@@ -431,13 +431,6 @@ struct error_units_tally {
     negative += u >> 31;          // the sign bit of k
     positive += (0u - u) >> 31;   // the sign bit of −k (|k| <= 2^17: no overflow)
   }
-  TIEBREAK_FORCEINLINE TIEBREAK_HD void merge(const error_units_tally& o) noexcept {
-    sum += o.sum;
-    sum_sq += o.sum_sq;
-    count += o.count;
-    positive += o.positive;
-    negative += o.negative;
-  }
   [[nodiscard]] TIEBREAK_FORCEINLINE TIEBREAK_HD probe::signed_moments moments() const noexcept {
     probe::signed_moments m;
     m.count = count;
@@ -802,6 +795,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     // debias: repeats of the new running maximum in this tile (exact, and near for the probe), then
     // the quad's totals: the offset depends on whether the row's maximum repeats. In the other modes
     // the probe counts per thread instead, in the softmax below.
+    // The predicated or (or_if_eq, or_if_ge) and the counts' selects in the probed kernel at D = 64
+    // only: unprobed they cut the loop's SASS but timed 0.96-0.99x on the H100 (2026-12-06, 16:32
+    // UTC), and the probed D = 128 kernel spilled with them (12 bytes) and timed 0.94-0.99x at
+    // S = 16k; those keep the plain expressions.
+    constexpr bool debias_masks = Probe::enabled && D == 64;
     if constexpr (Mode == out_mode::debias) {
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
@@ -819,11 +817,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           std::uint32_t me = 0, mnear = 0;
           TIEBREAK_UNROLL
           for (int i = 0; i < 2 * NB; ++i) {
-            // The predicated or (or_if_eq) in the probed kernel at D = 64 only: unprobed it cut the
-            // loop's SASS but timed 0.96-0.99x on the H100 (2026-12-06, 16:32 UTC), and the probed
-            // D = 128 kernel spilled with it (12 bytes) and timed 0.94-0.99x at S = 16k; those keep
-            // the plain expressions.
-            if constexpr (Probe::enabled && D == 64) {
+            if constexpr (debias_masks) {
               me = or_if_eq(me, r.sc(x, i >> 1, i & 1), mn, 1u << i);
               mnear = or_if_ge(mnear, r.sc(x, i >> 1, i & 1), lo, 1u << i);
             } else {
@@ -866,10 +860,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         if constexpr (Mode == out_mode::debias) {
           const std::uint32_t tw = r.tcount[x >> 1];
           const std::uint32_t tc = (tw >> (8 * (x & 1))) & 0xffu, tn = (tw >> (16 + 8 * (x & 1))) & 0xffu;
-          if constexpr (Probe::enabled && D == 64) {
+          if constexpr (debias_masks) {
             r.cnt[x] = restart ? tc : r.cnt[x] + tc;
             r.pnear[x] = restart ? tn : r.pnear[x] + tn;
-          } else if (restart) {  // the form of the kernels above that keep the plain expressions
+          } else if (restart) {  // the other kernels: the plain form
             r.cnt[x] = tc;
             if constexpr (Probe::enabled) r.pnear[x] = tn;
           } else {

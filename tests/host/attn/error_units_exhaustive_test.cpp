@@ -141,19 +141,17 @@ TEST(ErrorUnits, TallyEqualsSequentialDoubleMoments) {
     EXPECT_EQ(t.moments(), ref) << n;
     EXPECT_EQ(t.count, ref.count);
   }
-  // The forward's row form: accumulate (no count), the count added once, merged into a running tally.
+  // The forward's row form: accumulate (no count) per element, the row's count added once.
   {
     attn::error_units_tally one, rows;
     for (int row = 0; row < 5; ++row) {
-      attn::error_units_tally r;
       for (int i = 0; i < 64; ++i) {
         state = tiebreak::splitmix64(state);
         const auto k = static_cast<std::int32_t>(state % 262145) - 131072;  // [-2^17, 2^17]
         one.add(k);
-        r.accumulate(k);
+        rows.accumulate(k);
       }
-      r.count = 64;
-      rows.merge(r);
+      rows.count += 64;
     }
     EXPECT_EQ(rows.moments(), one.moments());
   }
