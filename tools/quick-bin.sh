@@ -24,7 +24,10 @@ test=$(find "$build" -name flash_gpu_test -type f -perm -u+x | head -1)
 newest=$(find "$src/include" "$src/cuda" "$src/bench" "$src/src" -type f -newer "$bench" -print -quit 2>/dev/null || true)
 [ -z "$newest" ] || { echo "quick-bin: $newest is newer than $bench: rebuild first" >&2; exit 2; }
 if command -v cuobjdump >/dev/null; then
-  cuobjdump --list-elf "$bench" | grep -q sm_90a || { echo "quick-bin: $bench has no sm_90a code" >&2; exit 2; }
+  # the listing read whole before the match: grep -q would stop reading, and pipefail would take
+  # cuobjdump's SIGPIPE for a missing sm_90a
+  elfs=$(cuobjdump --list-elf "$bench")
+  grep -q sm_90a <<<"$elfs" || { echo "quick-bin: $bench has no sm_90a code" >&2; exit 2; }
 fi
 if [ -e "$dir" ] && [ ! -f "$dir/.quick-bin-ref" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
   echo "quick-bin: $dir exists and is not an earlier pack (no .quick-bin-ref); not replacing it" >&2
