@@ -544,16 +544,21 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD std::uint32_t or_if_eq(std::uint32_t m, float a
 /// paper's shift is at most max_shift (β = 2, max_shift = 64: |scaled maximum| <= 44.4) are unchanged.
 template <out_mode Mode>
 TIEBREAK_FORCEINLINE TIEBREAK_HD float row_offset(float m, std::uint32_t count, const flash_consts& c) noexcept {
-  if (m == -f32::inf) return 0.0f;  // no visible key yet: every P-bar is exp2(-Inf) = 0
-  const float mc = f32::mul_rn(m, c.scale_log2);
+  // m = -Inf: no visible key yet, every P-bar is exp2(-Inf) = 0 and the offset is 0.
   if constexpr (Mode == out_mode::debias) {
-    if (count > 1 && (m > 0.0f || m < 0.0f)) {  // m = 0 or NaN: o = m ⊗ c, as the paper (0) and NaN propagate
-      const float o = m > 0.0f ? f32::mul_rn(f32::mul_rn(c.beta, m), c.scale_log2) : 0.0f;
-      const float cap = f32::add_rn(mc, c.max_shift);
-      return o > cap ? cap : o;  // m = +Inf: o = cap = +Inf
-    }
+    // Every candidate computed, then one chosen by selects: no branch per row (branches here kept
+    // the device's scheduler from interleaving the rows' offsets with the exponentials). For
+    // m = -Inf the unused candidates are -Inf or 0, never a trap.
+    const float mc = f32::mul_rn(m, c.scale_log2);
+    const float ob = m > 0.0f ? f32::mul_rn(f32::mul_rn(c.beta, m), c.scale_log2) : 0.0f;
+    const float cap = f32::add_rn(mc, c.max_shift);
+    const float od = ob > cap ? cap : ob;  // m = +Inf: ob = cap = +Inf
+    const bool repeats = count > 1 && (m > 0.0f || m < 0.0f);  // m = 0 or NaN: o = m ⊗ c, as the paper (0) and NaN propagate
+    return m == -f32::inf ? 0.0f : repeats ? od : mc;
+  } else {
+    if (m == -f32::inf) return 0.0f;
+    return f32::mul_rn(m, c.scale_log2);
   }
-  return mc;
 }
 
 /// x of P-bar = exp2(x) for a raw score s and an offset o (the file comment).
