@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -369,6 +370,46 @@ TEST(FlashTwin, DebiasOffsetIsBoundedForLargeRepeatedMaxima) {
 
 // Gradients against f64: P, dP = dO Vᵀ, delta = rowsum(dO ∘ O), dS = P ∘ (dP − delta),
 // dQ = scale dS K, dK = scale dSᵀ Q, dV = Pᵀ dO, all in double from the bf16 inputs.
+// row_offset, every case of its definition: the offset as the kernels and the twin compute it (by
+// selects under debias), against the paper's rule written out with the same f32 roundings.
+TEST(FlashRowOffset, EveryCaseOfTheDefinition) {
+  attn::flash_consts c;
+  c.scale_log2 = 0x1.715476p-3f;  // (1/8) log2 e, rounded as make_consts would
+  c.beta = 2.0f;
+  c.max_shift = 64.0f;
+  const auto mul = [](float a, float b) { return f32::mul_rn(a, b); };
+  const float inf = f32::inf;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto same = [](float a, float b) { return f32_to_bits(a) == f32_to_bits(b); };
+  for (std::uint32_t count : {0u, 1u, 2u, 7u}) {
+    // m = -Inf (no visible key): 0 in every mode, whatever the count.
+    EXPECT_TRUE(same(attn::row_offset<out_mode::debias>(-inf, count, c), 0.0f)) << count;
+    EXPECT_TRUE(same(attn::row_offset<out_mode::bf16>(-inf, count, c), 0.0f)) << count;
+    for (float m : {3.5f, -3.5f, 0.0f, -0.0f, 1000.0f, inf, nan}) {
+      const float mc = mul(m, c.scale_log2);
+      EXPECT_TRUE(same(attn::row_offset<out_mode::bf16>(m, count, c), mc)) << m << " " << count;
+      EXPECT_TRUE(same(attn::row_offset<out_mode::stochastic>(m, count, c), mc)) << m << " " << count;
+      float want = mc;  // no repeat, m = 0 or NaN: the maximum's own offset
+      if (count > 1 && m > 0.0f) {
+        const float o = mul(mul(c.beta, m), c.scale_log2), cap = f32::add_rn(mc, c.max_shift);
+        want = o > cap ? cap : o;
+      } else if (count > 1 && m < 0.0f) {
+        want = 0.0f;
+      }
+      EXPECT_TRUE(same(attn::row_offset<out_mode::debias>(m, count, c), want)) << m << " " << count;
+    }
+  }
+  // The bound: at m = 1000 the paper's offset (β - 1) m c = 180 above the maximum's is capped at +64.
+  const float big = attn::row_offset<out_mode::debias>(1000.0f, 2, c);
+  EXPECT_EQ(big, f32::add_rn(mul(1000.0f, c.scale_log2), 64.0f));
+  // Below the bound the paper's offset itself: β m c at m = 3.5.
+  EXPECT_EQ(attn::row_offset<out_mode::debias>(3.5f, 2, c), mul(mul(2.0f, 3.5f), c.scale_log2));
+  // A repeated negative maximum: offset 0; m = +Inf: +Inf.
+  EXPECT_EQ(attn::row_offset<out_mode::debias>(-3.5f, 2, c), 0.0f);
+  EXPECT_EQ(attn::row_offset<out_mode::debias>(inf, 2, c), inf);
+  EXPECT_TRUE(std::isnan(attn::row_offset<out_mode::debias>(nan, 2, c)));
+}
+
 TEST(FlashTwin, BackwardMatchesF64) {
   for (const auto& sc : active_cases()) {
     const problem_data p = make(sc.s, sc.causal, 17);
