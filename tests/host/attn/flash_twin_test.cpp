@@ -368,8 +368,6 @@ TEST(FlashTwin, DebiasOffsetIsBoundedForLargeRepeatedMaxima) {
   }
 }
 
-// Gradients against f64: P, dP = dO Vᵀ, delta = rowsum(dO ∘ O), dS = P ∘ (dP − delta),
-// dQ = scale dS K, dK = scale dSᵀ Q, dV = Pᵀ dO, all in double from the bf16 inputs.
 // row_offset, every case of its definition: the offset as the kernels and the twin compute it (by
 // selects under debias), against the paper's rule written out with the same f32 roundings.
 TEST(FlashRowOffset, EveryCaseOfTheDefinition) {
@@ -410,6 +408,8 @@ TEST(FlashRowOffset, EveryCaseOfTheDefinition) {
   EXPECT_TRUE(std::isnan(attn::row_offset<out_mode::debias>(nan, 2, c)));
 }
 
+// Gradients against f64: P, dP = dO Vᵀ, delta = rowsum(dO ∘ O), dS = P ∘ (dP − delta),
+// dQ = scale dS K, dK = scale dSᵀ Q, dV = Pᵀ dO, all in double from the bf16 inputs.
 TEST(FlashTwin, BackwardMatchesF64) {
   for (const auto& sc : active_cases()) {
     const problem_data p = make(sc.s, sc.causal, 17);
