@@ -77,8 +77,13 @@ def compile_kernel(tree, args, nvcc, work):
         mb = ", %d" % args.min_blocks
     else:
         per_probe = re.search(r"template <bool Probed>\s*inline constexpr int fwd_min_blocks", header)
-        if args.kernel != "fwd":
-            mb = ""
+        per_shape = re.search(r"template <bool Probed, int D, exp2_policy E>\s*inline constexpr int fwd_min_blocks", header)
+        if args.kernel != "fwd":  # the gradient kernels' bound, in trees that have one
+            mb = (", attn::bwd_kv_min_blocks<%d, attn::exp2_policy::%s>" % (args.dim, args.exp)
+                  if args.kernel == "dkdv" and "inline constexpr int bwd_kv_min_blocks" in header else "")
+        elif per_shape:  # trees whose bound depends on the probe, the head dim and the exponential
+            mb = ", attn::fwd_min_blocks<%s, %d, attn::exp2_policy::%s>" % (
+                "true" if args.probe else "false", args.dim, args.exp)
         elif per_probe:  # trees whose bound depends on the probe
             mb = ", attn::fwd_min_blocks<%s>" % ("true" if args.probe else "false")
         else:

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(attn::bwd_threads)
 /// dK and dV (KV: a block per bwd_rows keys of a key/value head) or dQ (a block per dq_rows query
 /// rows of a head).
 template <int D, attn::score_scaling Sc, attn::exp2_policy E, bool KV>
-__global__ void __launch_bounds__(attn::bwd_threads) flash_gradient_kernel(attn::flash_args a, attn::flash_consts c) {
+__global__ void __launch_bounds__(attn::bwd_threads, KV ? attn::bwd_kv_min_blocks<D, E> : 0) flash_gradient_kernel(attn::flash_args a, attn::flash_consts c) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
   const int heads = static_cast<int>(KV ? a.prob.shape.kv_heads : a.prob.shape.heads);

@@ -14,7 +14,7 @@ namespace {
 constexpr detail::cuda_check check{"tiebreak::gpu::attention_forward"};
 
 template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::exp2_policy E>
-__global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks<Probe::enabled>)
+__global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks<Probe::enabled, D, E>)
     flash_forward_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   detail::device_backend<attn::fwd_threads> be{reinterpret_cast<std::uint16_t*>(smem_raw)};

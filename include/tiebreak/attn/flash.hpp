@@ -275,9 +275,12 @@ inline constexpr int fwd_keys = 64;
 /// Blocks of the forward kernel resident per SM, its `__launch_bounds__` minimum (H100/H200: 64 K
 /// registers per SM): without the probe 2 blocks of fwd_threads, 255 registers a thread (the O
 /// accumulator of two m-tiles alone takes D registers); with it 3 blocks, 168 registers (one m-tile,
-/// as the kernel was before two m-tiles; docs/attention-bench.md, "Three blocks per SM").
-template <bool Probed>
-inline constexpr int fwd_min_blocks = Probed ? 3 : 2;
+/// as the kernel was before two m-tiles; docs/attention-bench.md, "Three blocks per SM"). D = 64 with
+/// the SFU's exponential: one block more, 3 (168 registers) and 4 (128), though ptxas then spills a
+/// few words (16-32 bytes of stack): timed 1.01-1.15x faster on the H100 (docs/attention-bench.md,
+/// "A block more per SM at D = 64"). The software exponential keeps the bounds above.
+template <bool Probed, int D, exp2_policy E>
+inline constexpr int fwd_min_blocks = (Probed ? 3 : 2) + (D == 64 && E == exp2_policy::sfu ? 1 : 0);
 /// Whether the forward block stages Q in shared memory (two m-tiles per warp) or keeps all of its
 /// warp's Q fragments in registers (one m-tile).
 template <bool Probed>
@@ -1198,6 +1201,15 @@ inline constexpr int bwd_tile = 64;              ///< the dK/dV block's query ti
 /// H100 and H200 (2 x (115 712 + 1 024 reserved) = 233 472 = 228 KiB).
 template <int D>
 inline constexpr std::size_t bwd_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4 + 2 * 64 * 64 * 2;
+
+/// Blocks of the dK/dV kernel resident per SM, its `__launch_bounds__` minimum (H100/H200: 64 K
+/// registers and 228 KiB of shared memory per SM). D = 64 with the SFU's exponential: 3, so 168
+/// registers (ptxas alone took 232, two blocks; at 168 it spills nothing, and three blocks' shared
+/// memory fits; docs/attention-bench.md, "A block more per SM at D = 64"). Otherwise 0, no minimum
+/// (ptxas's choice: 255 registers at D = 128, two blocks by both limits; the software exponential
+/// would spill at 168). The dQ kernel has no minimum: ptxas gives it 168 registers at D = 64 already.
+template <int D, exp2_policy E>
+inline constexpr int bwd_kv_min_blocks = D == 64 && E == exp2_policy::sfu ? 3 : 0;
 
 /// The dQ kernel's block: dq_rows query rows, two 16-row m-tiles per warp (every B fragment of K and
 /// V it loads feeds both), keys streamed dq_keys at a time (the registers: a thread holds 2 x D / 2

@@ -294,13 +294,16 @@ TEST(FlashGpu, MisalignedTensorsAreRefusedBeforeLaunch) {
 
 // The gradient kernels' shared memory is sized for two blocks per SM (attn::bwd_smem_bytes: exactly
 // two at D = 128 on the H100 and H200); a layout that grows past it halves their occupancy silently.
-TEST(FlashGpu, GradientKernelsKeepTwoBlocksPerSM) {
+TEST(FlashGpu, GradientKernelsKeepTheirBlocksPerSM) {
   TIEBREAK_REQUIRE_GPU();
   for (int dim : {64, 128}) {
     const gpu::gradient_occupancy o = gpu::attention_gradient_occupancy(dim);
     std::printf("flash: D = %d: dK/dV %d, dQ %d blocks per SM\n", dim, o.dkdv, o.dq);
-    EXPECT_GE(o.dkdv, 2) << "dim " << dim;
-    EXPECT_GE(o.dq, 2) << "dim " << dim;
+    // The SFU instantiations. D = 64: three of each (dK/dV by attn::bwd_kv_min_blocks, dQ by ptxas's
+    // own 168 registers); D = 128: two.
+    const int want = dim == 64 ? 3 : 2;
+    EXPECT_GE(o.dkdv, want) << "dim " << dim;
+    EXPECT_GE(o.dq, want) << "dim " << dim;
   }
   EXPECT_THROW(gpu::attention_gradient_occupancy(96), std::invalid_argument);
 }

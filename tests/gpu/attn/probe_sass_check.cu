@@ -30,7 +30,7 @@ using probe_t = tiebreak::probe::no_probe;
 #endif
 }  // namespace
 
-__global__ void __launch_bounds__(tiebreak::attn::fwd_threads, tiebreak::attn::fwd_min_blocks<probe_t::enabled>)
+__global__ void __launch_bounds__(tiebreak::attn::fwd_threads, tiebreak::attn::fwd_min_blocks<probe_t::enabled, 128, tiebreak::attn::exp2_policy::software>)
     probe_sass_kernel(tiebreak::attn::flash_args a, tiebreak::attn::flash_consts c) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   using be_t = tiebreak::gpu::detail::device_backend<tiebreak::attn::fwd_threads>;
