@@ -949,8 +949,22 @@ def self_test(bench):
         check(all(r["kind"] == "plan" and r["flops"] == flops(r["batch"], r["heads"], r["seq"], r["dim"], r["causal"],
                                                                   r["pass"]) for r in plan), "dry run FLOP counts")
         check({(r["seq"], r["batch"]) for r in plan} == {(1024, 16), (4096, 4)}, "B = tokens / S")
+        # interleaved timing (the default): the cases timed together are those of one shape and pass,
+        # every mode and probe setting, and no other
+        shape_of = lambda r: (r["dim"], r["seq"], r["causal"], r["scaling"], r["exp"], r["pass"])
+        groups = {}
+        for r in plan:
+            groups.setdefault((r["dim"], r.get("group")), set()).add(shape_of(r))
+        check(all(len(v) == 1 for v in groups.values()) and len(groups) == len({shape_of(r) for r in plan}),
+              "dry run: a group per shape and pass (%d groups)" % len(groups))
+        check(all(sum(1 for r in plan if (r["dim"], r.get("group")) == k) == 4 * 2 for k in groups),
+              "dry run: each group holds every mode with the probe off and on")
+        p = subprocess.run([bench, "--dry-run", "--order", "sequential"] + bench_args(args), capture_output=True,
+                           text=True, timeout=60)
+        seq_plan = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+        check(len({(r["dim"], r.get("group")) for r in seq_plan}) == len(plan), "--order sequential: a group per case")
         for bad in (["--seqs", "1000"], ["--dims", "96"], ["--modes", "bf8"], ["--reps", "0"], ["--probe", "maybe"],
-                    ["--no-such-option"]):
+                    ["--order", "random"], ["--no-such-option"]):
             p = subprocess.run([bench, "--dry-run"] + bad, capture_output=True, text=True, timeout=60)
             check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and not p.stdout,
                   "exit 2 with one line for %s" % bad)

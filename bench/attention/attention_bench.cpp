@@ -4,7 +4,9 @@
 /// For B·S = `--tokens` tokens, H heads, head dims D and sequence lengths S (causal and not), every
 /// chosen output mode, probe setting and score scaling: median (and minimum) of `--reps` timed calls
 /// after `--warmup` untimed ones, CUDA events around the synchronous launchers on the default
-/// stream. One JSON object per line (docs/attention-bench.md has the schema and the FLOP
+/// stream. The modes and probe settings of one shape and pass take turns call by call (`--order
+/// interleaved`, the default), so that the ratios between them do not depend on how the card's clocks
+/// and power drifted from one case to the next. One JSON object per line (docs/attention-bench.md has the schema and the FLOP
 /// convention); tools/attention-bench.py merges them with PyTorch SDPA's figures into one table.
 /// Bad options exit 2 with one line; so does a machine without a CUDA device the kernels run on.
 #include <cuda_runtime_api.h>
@@ -61,6 +63,7 @@ struct options {
   int warmup = 2;
   int reps = 5;
   double max_seconds = 0;  // 0: no limit
+  std::string order = "interleaved";  // interleaved | sequential
   std::uint64_t seed = 1;
   std::string json_path;
   bool quick = false;
@@ -123,15 +126,15 @@ std::vector<bench_case> plan(const options& o) {
   for (std::size_t d : o.dims)
     for (std::size_t s : o.seqs)
       for (bool c : causal)
-        for (attn::out_mode m : modes)
-          for (attn::score_scaling sc : scalings)
-            for (attn::exp2_policy e : exps)
-              for (bool p : probe)
-                for (bool bw : backward) out.push_back({o.tokens / s, o.heads, s, d, c, m, sc, e, p, bw});
+        for (attn::score_scaling sc : scalings)
+          for (attn::exp2_policy e : exps)
+            for (bool bw : backward)
+              for (attn::out_mode m : modes)  // mode and probe innermost: the cases timed together
+                for (bool p : probe) out.push_back({o.tokens / s, o.heads, s, d, c, m, sc, e, p, bw});
   return out;
 }
 
-/// A case's record; run_case adds the timings (kind "result") or why there are none (kind "error").
+/// A case's record; case_run::finish adds the timings (kind "result") or why there are none (kind "error").
 json describe(const bench_case& c, const char* kind) {
   return json{{"kind", kind},
               {"backend", "tiebreak"},
@@ -212,62 +215,87 @@ std::string check_output(const void* dev, std::size_t n, bool f32) {
   return nonzero == 0 ? "output all zero" : "";
 }
 
-json run_case(const bench_case& c, tensors& t, const options& o, cudaEvent_t start, cudaEvent_t stop) {
-  json r = describe(c, "result");
+/// One case being timed: its arguments (pointing into the shared tensors), its probe counters, and
+/// its timed calls so far.
+struct case_run {
+  bench_case c;
+  json r;
   attn::flash_args a;
-  a.prob.shape = attn::shape{c.batch, c.heads, c.heads, c.seq, c.seq, c.dim, c.dim};
-  a.prob.mask = c.causal ? attn::mask_kind::causal : attn::mask_kind::none;
-  a.prob.scale = 1.0 / std::sqrt(static_cast<double>(c.dim));  // SDPA's default scale
-  a.opt.mode = c.mode;
-  a.opt.scaling = c.scaling;
-  a.opt.exp = c.exp;
-  a.opt.seed = o.seed;
-  const bool fp32 = c.mode == attn::out_mode::fp32;
-  a.t.q = t.q.p;
-  a.t.k = t.k.p;
-  a.t.v = t.v.p;
-  a.t.dout = t.dout.p;
-  a.t.o_bf16 = fp32 ? nullptr : t.o.p;
-  // The full probe measures delta's error against the f32 O, so a probed call also keeps it.
-  a.t.o_f32 = fp32 || c.probe ? t.o_f32.p : nullptr;
-  a.t.lse = t.lse.p;
-  a.t.delta = t.delta.p;
-  a.t.dq = t.dq.p;
-  a.t.dk = t.dk.p;
-  a.t.dv = t.dv.p;
-  std::vector<probe::head_counters> counters(c.probe ? c.batch * c.heads : 0);
-  a.counters = c.probe ? counters.data() : nullptr;
+  std::vector<probe::head_counters> counters;
+  std::vector<double> ms;
+  int calls = 0;
+  bool live = false;  ///< checked and warmed up: takes part in the timed rounds
 
-  const auto call = [&] {
+  case_run(const bench_case& bc, tensors& t, const options& o) : c(bc), r(describe(bc, "result")) {
+    a.prob.shape = attn::shape{c.batch, c.heads, c.heads, c.seq, c.seq, c.dim, c.dim};
+    a.prob.mask = c.causal ? attn::mask_kind::causal : attn::mask_kind::none;
+    a.prob.scale = 1.0 / std::sqrt(static_cast<double>(c.dim));  // SDPA's default scale
+    a.opt.mode = c.mode;
+    a.opt.scaling = c.scaling;
+    a.opt.exp = c.exp;
+    a.opt.seed = o.seed;
+    const bool fp32 = c.mode == attn::out_mode::fp32;
+    a.t.q = t.q.p;
+    a.t.k = t.k.p;
+    a.t.v = t.v.p;
+    a.t.dout = t.dout.p;
+    a.t.o_bf16 = fp32 ? nullptr : t.o.p;
+    // The full probe measures delta's error against the f32 O, so a probed call also keeps it.
+    a.t.o_f32 = fp32 || c.probe ? t.o_f32.p : nullptr;
+    a.t.lse = t.lse.p;
+    a.t.delta = t.delta.p;
+    a.t.dq = t.dq.p;
+    a.t.dk = t.dk.p;
+    a.t.dv = t.dv.p;
+    counters.resize(c.probe ? c.batch * c.heads : 0);
+    a.counters = c.probe ? counters.data() : nullptr;
+  }
+  void call() {
     gpu::attention_forward(a, nullptr);
     if (c.backward) gpu::attention_backward(a, nullptr);
-  };
-  try {
-    // NaN everywhere first (all-ones bytes: a NaN in bf16 and in f32), so that an output the first
-    // call does not write is caught rather than the previous case's being checked.
-    cuda_ok(cudaMemset(fp32 ? static_cast<void*>(t.o_f32.p) : t.o.p, 0xff, t.n * (fp32 ? 4 : 2)), "cudaMemset");
-    cuda_ok(cudaMemset(t.dq.p, 0xff, t.n * 2), "cudaMemset");
-    call();  // the first warm-up call, checked
-    std::string bad = check_output(fp32 ? static_cast<const void*>(t.o_f32.p) : t.o.p, t.n, fp32);
-    if (bad.empty() && c.backward) bad = check_output(t.dq.p, t.n, false);
-    if (!bad.empty()) {
-      r["kind"] = "error";
-      r["error"] = bad;
-      return r;
+    ++calls;
+  }
+  void fail(const std::string& why) {
+    r["kind"] = "error";
+    r["error"] = why;
+    live = false;
+  }
+  /// The first call, checked, then the other warm-ups. A call the kernels do not support
+  /// (std::invalid_argument) is reported as this case's error; the rest runs.
+  void start(tensors& t, const options& o) {
+    const bool fp32 = c.mode == attn::out_mode::fp32;
+    try {
+      // NaN everywhere first (all-ones bytes: a NaN in bf16 and in f32), so that an output the first
+      // call does not write is caught rather than the previous case's being checked.
+      cuda_ok(cudaMemset(fp32 ? static_cast<void*>(t.o_f32.p) : t.o.p, 0xff, t.n * (fp32 ? 4 : 2)), "cudaMemset");
+      cuda_ok(cudaMemset(t.dq.p, 0xff, t.n * 2), "cudaMemset");
+      call();  // the first warm-up call, checked
+      std::string bad = check_output(fp32 ? static_cast<const void*>(t.o_f32.p) : t.o.p, t.n, fp32);
+      if (bad.empty() && c.backward) bad = check_output(t.dq.p, t.n, false);
+      if (!bad.empty()) return fail(bad);
+      for (int i = 1; i < o.warmup; ++i) call();
+      live = true;
+    } catch (const std::invalid_argument& e) {
+      fail(e.what());
     }
-    int calls = 1;
-    for (int i = 1; i < o.warmup; ++i, ++calls) call();
-    std::vector<double> ms;
-    for (int i = 0; i < o.reps; ++i) {
-      cuda_ok(cudaEventRecord(start, nullptr), "cudaEventRecord");
+  }
+  /// One timed call between two events on the default stream.
+  void time_one(cudaEvent_t start_ev, cudaEvent_t stop_ev) {
+    try {
+      cuda_ok(cudaEventRecord(start_ev, nullptr), "cudaEventRecord");
       call();
-      cuda_ok(cudaEventRecord(stop, nullptr), "cudaEventRecord");
-      cuda_ok(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      cuda_ok(cudaEventRecord(stop_ev, nullptr), "cudaEventRecord");
+      cuda_ok(cudaEventSynchronize(stop_ev), "cudaEventSynchronize");
       float e = 0;
-      cuda_ok(cudaEventElapsedTime(&e, start, stop), "cudaEventElapsedTime");
+      cuda_ok(cudaEventElapsedTime(&e, start_ev, stop_ev), "cudaEventElapsedTime");
       ms.push_back(e);
-      ++calls;
+    } catch (const std::invalid_argument& e) {
+      fail(e.what());
     }
+  }
+  /// The record: median, minimum and maximum of the timed calls.
+  json finish(std::size_t group_size) {
+    if (r["kind"] != "result") return r;
     std::sort(ms.begin(), ms.end());
     const std::size_t n = ms.size();
     const double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
@@ -276,16 +304,48 @@ json run_case(const bench_case& c, tensors& t, const options& o, cudaEvent_t sta
     r["ms_min"] = ms.front();
     r["ms_max"] = ms.back();
     r["tflops"] = r["flops"].get<double>() / (median * 1e-3) / 1e12;
+    r["interleaved_with"] = group_size - 1;
     if (c.probe) {  // evidence that the probe ran: P-bar == 1 events per call, over every head
       std::uint64_t p_one = 0;
       for (const probe::head_counters& h : counters) p_one += h.p_one;
       r["p_one_per_call"] = static_cast<double>(p_one) / calls;
     }
-  } catch (const std::invalid_argument& e) {  // a call the kernels do not support: reported, the rest runs
-    r["kind"] = "error";
-    r["error"] = e.what();
+    return r;
   }
-  return r;
+};
+
+/// Times a group of cases of one shape and pass: each is checked and warmed up, then the timed calls
+/// go round the group (rep i of every case before rep i + 1 of any), so that every case of the group
+/// sees the same clocks, power state and temperature. On a card at its power cap (the H100 at
+/// S = 16k, docs/attention-bench.md) a case timed alone after another moved by up to 17 %; the
+/// ratios the goals ask for (a mode over bf16, the probe over none) are ratios within a group.
+std::vector<json> run_group(const std::vector<bench_case>& group, tensors& t, const options& o, cudaEvent_t start,
+                            cudaEvent_t stop) {
+  std::vector<case_run> runs;
+  runs.reserve(group.size());
+  for (const bench_case& c : group) runs.emplace_back(c, t, o);
+  for (case_run& cr : runs) cr.start(t, o);
+  for (int i = 0; i < o.reps; ++i)
+    for (case_run& cr : runs)
+      if (cr.live) cr.time_one(start, stop);
+  std::vector<json> out;
+  for (case_run& cr : runs) out.push_back(cr.finish(group.size()));
+  return out;
+}
+
+/// The groups timed together: with --order interleaved, the cases that differ only in mode and
+/// probe (plan's order keeps them next to each other); with sequential, one case each.
+std::vector<std::vector<bench_case>> groups_of(const std::vector<bench_case>& cases, bool interleaved) {
+  std::vector<std::vector<bench_case>> out;
+  const auto same_shape = [](const bench_case& x, const bench_case& y) {
+    return x.batch == y.batch && x.heads == y.heads && x.seq == y.seq && x.dim == y.dim && x.causal == y.causal &&
+           x.scaling == y.scaling && x.exp == y.exp && x.backward == y.backward;
+  };
+  for (const bench_case& c : cases) {
+    if (interleaved && !out.empty() && same_shape(out.back().front(), c)) out.back().push_back(c);
+    else out.push_back({c});
+  }
+  return out;
 }
 
 std::string case_line(const json& r) {
@@ -316,7 +376,12 @@ int main(int argc, char** argv) {
   app.add_option("--passes", o.passes, "fwd,fwd+bwd")->delimiter(',');
   app.add_option("--warmup", o.warmup, "untimed calls before the timed ones (at least one is made: the first call is checked)");
   app.add_option("--reps", o.reps, "timed calls per case (median reported)");
-  app.add_option("--max-seconds", o.max_seconds, "start no new case after this many seconds (0: no limit)");
+  app.add_option("--max-seconds", o.max_seconds, "start no new shape (group of cases timed together) after this many seconds (0: no limit)");
+  app.add_option("--order", o.order,
+                 "interleaved: the modes and probe settings of one shape and pass take turns, call by call "
+                 "(the same clocks and power state for the ratios between them); sequential: each case's "
+                 "calls in a row")
+      ->check(CLI::IsMember({"interleaved", "sequential"}));
   app.add_option("--seed", o.seed, "seed of the inputs and of the stochastic mode");
   app.add_option("--json", o.json_path, "write the JSON lines to this file too (stdout always has them)");
   app.add_flag("--quick", o.quick, "smoke run: S = 1k and 4k, probe off, 1 warm-up and 3 timed calls");
@@ -347,8 +412,21 @@ int main(int argc, char** argv) {
     if (jf) jf << s << '\n' << std::flush;
   };
 
-  if (o.dry_run) {
-    for (const bench_case& c : cases) emit(describe(c, "plan"));
+  if (o.dry_run) {  // with each case the group it is timed in (numbered per head dim, as timed)
+    for (std::size_t dim : o.dims) {
+      std::vector<bench_case> of_dim;
+      for (const bench_case& c : cases)
+        if (c.dim == dim) of_dim.push_back(c);
+      std::size_t gi = 0;
+      for (const std::vector<bench_case>& group : groups_of(of_dim, o.order == "interleaved")) {
+        for (const bench_case& c : group) {
+          json r = describe(c, "plan");
+          r["group"] = gi;
+          emit(r);
+        }
+        ++gi;
+      }
+    }
     return 0;
   }
   int devices = 0;
@@ -368,6 +446,7 @@ int main(int argc, char** argv) {
               {"heads", o.heads},
               {"warmup", o.warmup},
               {"reps", o.reps},
+              {"order", o.order},
               {"flops_convention", "fwd 4*B*H*S^2*D, halved when causal; bwd 2.5x fwd; fwd+bwd 3.5x fwd"}});
     cudaEvent_t start, stop;
     cuda_ok(cudaEventCreate(&start), "cudaEventCreate");
@@ -381,22 +460,28 @@ int main(int argc, char** argv) {
         const std::vector<std::uint16_t> h = random_bf16(t.n, o.seed, tensor_id++);
         cuda_ok(cudaMemcpy(p, h.data(), t.n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
       }
-      for (const bench_case& c : cases) {
-        if (c.dim != dim) continue;
+      std::vector<bench_case> of_dim;
+      for (const bench_case& c : cases)
+        if (c.dim == dim) of_dim.push_back(c);
+      for (const std::vector<bench_case>& group : groups_of(of_dim, o.order == "interleaved")) {
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        json r;
+        std::vector<json> rs;
         if (o.max_seconds > 0 && elapsed > o.max_seconds) {
-          r = describe(c, "skipped");
-          r["error"] = "--max-seconds reached";
+          for (const bench_case& c : group) {
+            rs.push_back(describe(c, "skipped"));
+            rs.back()["error"] = "--max-seconds reached";
+          }
         } else {
-          r = run_case(c, t, o, start, stop);
+          rs = run_group(group, t, o, start, stop);
         }
-        ++done;
-        failed += r["kind"] == "result" ? 0 : 1;
-        std::fprintf(stderr, "[attention-bench] %s  %s\n", case_line(r).c_str(),
-                     r["kind"] == "result" ? (std::to_string(r["tflops"].get<double>()) + " TFLOP/s").c_str()
-                                           : r["error"].get<std::string>().c_str());
-        emit(r);
+        for (const json& r : rs) {
+          ++done;
+          failed += r["kind"] == "result" ? 0 : 1;
+          std::fprintf(stderr, "[attention-bench] %s  %s\n", case_line(r).c_str(),
+                       r["kind"] == "result" ? (std::to_string(r["tflops"].get<double>()) + " TFLOP/s").c_str()
+                                             : r["error"].get<std::string>().c_str());
+          emit(r);
+        }
       }
     }
     cudaEventDestroy(start);
