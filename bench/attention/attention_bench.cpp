@@ -5,9 +5,10 @@
 /// chosen output mode, probe setting and score scaling: median (and minimum) of `--reps` timed calls
 /// after `--warmup` untimed ones, CUDA events around the synchronous launchers on the default
 /// stream. The modes and probe settings of one shape and pass take turns call by call (`--order
-/// interleaved`, the default), so that the ratios between them do not depend on how the card's clocks
-/// and power drifted from one case to the next. One JSON object per line (docs/attention-bench.md has the schema and the FLOP
-/// convention); tools/attention-bench.py merges them with PyTorch SDPA's figures into one table.
+/// interleaved`, the default), so that the ratios between them do not depend on how the card's
+/// clocks and power drifted from one case to the next. One JSON object per line
+/// (docs/attention-bench.md has the schema and the FLOP convention); tools/attention-bench.py
+/// merges them with PyTorch SDPA's figures into one table.
 /// Bad options exit 2 with one line; so does a machine without a CUDA device the kernels run on.
 #include <cuda_runtime_api.h>
 
@@ -376,7 +377,8 @@ int main(int argc, char** argv) {
   app.add_option("--passes", o.passes, "fwd,fwd+bwd")->delimiter(',');
   app.add_option("--warmup", o.warmup, "untimed calls before the timed ones (at least one is made: the first call is checked)");
   app.add_option("--reps", o.reps, "timed calls per case (median reported)");
-  app.add_option("--max-seconds", o.max_seconds, "start no new shape (group of cases timed together) after this many seconds (0: no limit)");
+  app.add_option("--max-seconds", o.max_seconds,
+                 "start no new shape (group of cases timed together) after this many seconds (0: no limit)");
   app.add_option("--order", o.order,
                  "interleaved: the modes and probe settings of one shape and pass take turns, call by call "
                  "(the same clocks and power state for the ratios between them); sequential: each case's "
