@@ -249,9 +249,9 @@ struct case_run {
     a.t.dk = t.dk.p;
     a.t.dv = t.dv.p;
     counters.resize(c.probe ? c.batch * c.heads : 0);
-    a.counters = c.probe ? counters.data() : nullptr;
   }
   void call() {
+    a.counters = c.probe ? counters.data() : nullptr;  // here, not in the constructor: valid after a move
     gpu::attention_forward(a, nullptr);
     if (c.backward) gpu::attention_backward(a, nullptr);
     ++calls;
@@ -334,15 +334,17 @@ std::vector<json> run_group(const std::vector<bench_case>& group, tensors& t, co
   return out;
 }
 
-/// The groups timed together: with --order interleaved, the cases that differ only in mode and
-/// probe (plan's order keeps them next to each other); with sequential, one case each.
-std::vector<std::vector<bench_case>> groups_of(const std::vector<bench_case>& cases, bool interleaved) {
+/// The groups of head dim `dim` timed together: with --order interleaved, the cases that differ only
+/// in mode and probe (plan's order keeps them next to each other); with sequential, one case each.
+std::vector<std::vector<bench_case>> groups_of(const std::vector<bench_case>& cases, std::size_t dim,
+                                               bool interleaved) {
   std::vector<std::vector<bench_case>> out;
   const auto same_shape = [](const bench_case& x, const bench_case& y) {
     return x.batch == y.batch && x.heads == y.heads && x.seq == y.seq && x.dim == y.dim && x.causal == y.causal &&
            x.scaling == y.scaling && x.exp == y.exp && x.backward == y.backward;
   };
   for (const bench_case& c : cases) {
+    if (c.dim != dim) continue;
     if (interleaved && !out.empty() && same_shape(out.back().front(), c)) out.back().push_back(c);
     else out.push_back({c});
   }
@@ -416,11 +418,8 @@ int main(int argc, char** argv) {
 
   if (o.dry_run) {  // with each case the group it is timed in (numbered per head dim, as timed)
     for (std::size_t dim : o.dims) {
-      std::vector<bench_case> of_dim;
-      for (const bench_case& c : cases)
-        if (c.dim == dim) of_dim.push_back(c);
       std::size_t gi = 0;
-      for (const std::vector<bench_case>& group : groups_of(of_dim, o.order == "interleaved")) {
+      for (const std::vector<bench_case>& group : groups_of(cases, dim, o.order == "interleaved")) {
         for (const bench_case& c : group) {
           json r = describe(c, "plan");
           r["group"] = gi;
@@ -462,10 +461,7 @@ int main(int argc, char** argv) {
         const std::vector<std::uint16_t> h = random_bf16(t.n, o.seed, tensor_id++);
         cuda_ok(cudaMemcpy(p, h.data(), t.n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
       }
-      std::vector<bench_case> of_dim;
-      for (const bench_case& c : cases)
-        if (c.dim == dim) of_dim.push_back(c);
-      for (const std::vector<bench_case>& group : groups_of(of_dim, o.order == "interleaved")) {
+      for (const std::vector<bench_case>& group : groups_of(cases, dim, o.order == "interleaved")) {
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::vector<json> rs;
         if (o.max_seconds > 0 && elapsed > o.max_seconds) {
