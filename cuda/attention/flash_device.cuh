@@ -215,7 +215,7 @@ struct wgmma_backend : device_backend<T> {
 #pragma unroll
     for (int it = 0; it < R * cpr / T; ++it) {
       const int i = tid + T * it, row = i / cpr, c = i % cpr, sr = slot(row);
-      const unsigned d = d0 + unsigned(((c >> 3) * R + sr) * 128 + (((c & 7) ^ (sr & 7)) << 4));
+      const unsigned d = d0 + unsigned(attn::sw128_offset<R>(sr, c));
       const bool ok = row < valid;
       base::template copy<16>(d, ok ? src + static_cast<std::size_t>(row) * C + 8 * c : src, ok ? 16 : 0);
     }
@@ -227,7 +227,7 @@ struct wgmma_backend : device_backend<T> {
   template <int R, int C, int MT>
   __device__ __forceinline__ void load_q_tile(std::uint16_t* dst, const std::uint16_t* src, int valid) {
     static_assert(R == 64 * MT, "a warpgroup's rows");
-    fill<R, C>(dst, src, valid, [](int r) { return 64 * ((r >> 4) % MT) + 16 * (r / (16 * MT)) + (r & 15); });
+    fill<R, C>(dst, src, valid, [](int r) { return attn::wgmma_q_slot<MT>(r); });
   }
   /// cp.async's writes (the generic proxy) made visible to wgmma's reads (the async proxy) after the
   /// wait; the block's barrier follows in the tile algorithm.

@@ -642,6 +642,25 @@ struct fwd_regs {
 template <class Be>
 inline constexpr bool warpgroup_mma_v = requires { requires Be::warpgroup_mma; };
 
+/// Layouts of a warpgroup backend's tiles (cuda/attention/flash_device.cuh, wgmma_backend), here so that
+/// the host tests pin them (tests/host/attn/wgmma_layout_test.cpp).
+///
+/// The byte offset of 16-byte chunk c of the row in slot sr of a tile of R rows, 128-byte swizzle
+/// (wgmma's): the tile is C / 64 blocks of [R][64] bf16, and the chunk sits at c mod 8 xor (sr mod 8)
+/// of its row's 128 bytes, which is what the hardware's swizzle of address bits 4-6 by bits 7-9 reads
+/// from a 1024-byte-aligned tile. At C = 64 this is swz<64>.
+template <int R>
+TIEBREAK_HDC int sw128_offset(int sr, int c) noexcept {
+  return ((c >> 3) * R + sr) * 128 + (((c & 7) ^ (sr & 7)) << 4);
+}
+/// The slot of row r of the staged Q tile (64 MT rows): each wgmma's 64 rows [64 mt, 64 mt + 64) are the
+/// m-tile mt of warps 0..3 in order, as the instruction gives warp w rows 16 w .. 16 w + 15 of its 64
+/// (warp w holds rows 16 MT w + 16 mt + i, fwd_row).
+template <int MT>
+TIEBREAK_HDC int wgmma_q_slot(int r) noexcept {
+  return 64 * ((r >> 4) % MT) + 16 * (r / (16 * MT)) + (r & 15);
+}
+
 /// The query row of a forward thread's local row x (fwd_regs): warp w's rows are
 /// [16 MT w, 16 MT (w + 1)) of the block's, lane 4 g + t holds rows g and g + 8 of each m-tile.
 template <int MT>
