@@ -182,6 +182,132 @@ struct device_backend {
   }
 };
 
+/// The forward's backend on sm_90a: device_backend with Hopper's warpgroup products (attn/flash.hpp,
+/// Be::warpgroup_mma). The block's 128 threads are one warpgroup; S = Q Kᵀ and O += P V are issued as
+/// `wgmma.mma_async` m64nNk16 steps, one per m-tile and 16-wide chunk, in the fragment loops' order,
+/// and waited for before the softmax reads them: per output element the same chain of k16 steps,
+/// and the k16 step of sm_90's wgmma has the model of mma.sync's (emu/mma.hpp, both validated on the
+/// hardware), so the kernel keeps the twin's bits (FlashGpu.ForwardBitIdenticalToTwin).
+///
+/// Its tiles are laid out for wgmma's 128-byte swizzle: a tile of R rows and C columns is C / 64 blocks
+/// of [R][64], and the 16-byte chunk c of a row's 128 bytes sits at chunk c xor (row mod 8) (the
+/// hardware swizzles address bits 4-6 by bits 7-9 of the shared address, so every tile starts on a
+/// 1024-byte boundary: smem() must be 1024-aligned and every tile size is a multiple of 1 KB). At
+/// C = 64 that is device_backend's layout. The staged Q tile's rows are reordered so that each
+/// wgmma's 64 rows are the warps' m-tile mt (warp w's rows 16 MT w + 16 mt + i, i < 16, at 64 mt +
+/// 16 w + i). Shared-memory descriptors: K-major operands (Q, K) have SBO = 1024 (eight rows) and
+/// start 32 bytes further per 16-wide chunk (the next 64-wide block every four chunks); V is an
+/// MN-major operand (the transpose flag) with SBO = 1024 and LBO the stride between its 64-wide blocks.
+/// Only compiled where wgmma exists (sm_90a); flash_forward.cu takes device_backend elsewhere.
+template <int T>
+struct wgmma_backend : device_backend<T> {
+  static_assert(T == 128, "one warpgroup per block");
+  static constexpr bool warpgroup_mma = true;
+  using base = device_backend<T>;
+
+  /// Row r of a tile of R rows and C columns into the swizzled layout (slot: the row's place).
+  template <int R, int C, class Slot>
+  __device__ __forceinline__ static void fill(std::uint16_t* dst, const std::uint16_t* src, int valid, Slot slot) {
+    constexpr int cpr = C / 8;
+    static_assert(R * cpr % T == 0, "whole passes of the block");
+    const int tid = static_cast<int>(threadIdx.x);
+    const unsigned d0 = base::smem_addr(dst);
+#pragma unroll
+    for (int it = 0; it < R * cpr / T; ++it) {
+      const int i = tid + T * it, row = i / cpr, c = i % cpr, sr = slot(row);
+      const unsigned d = d0 + unsigned(attn::sw128_offset<R>(sr, c));
+      const bool ok = row < valid;
+      base::template copy<16>(d, ok ? src + static_cast<std::size_t>(row) * C + 8 * c : src, ok ? 16 : 0);
+    }
+  }
+  template <int R, int C>
+  __device__ __forceinline__ void load_tile(std::uint16_t* dst, const std::uint16_t* src, int valid) {
+    fill<R, C>(dst, src, valid, [](int r) { return r; });
+  }
+  template <int R, int C, int MT>
+  __device__ __forceinline__ void load_q_tile(std::uint16_t* dst, const std::uint16_t* src, int valid) {
+    static_assert(R == 64 * MT, "a warpgroup's rows");
+    fill<R, C>(dst, src, valid, [](int r) { return attn::wgmma_q_slot<MT>(r); });
+  }
+  /// cp.async's writes (the generic proxy) made visible to wgmma's reads (the async proxy) after the
+  /// wait; the block's barrier follows in the tile algorithm.
+  template <int N>
+  __device__ __forceinline__ void wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+
+  __device__ __forceinline__ static std::uint64_t desc(const std::uint16_t* p, unsigned lbo) {
+    const unsigned a = base::smem_addr(p);
+    return static_cast<std::uint64_t>((a & 0x3ffffu) >> 4) | static_cast<std::uint64_t>((lbo & 0x3ffffu) >> 4) << 16 |
+           static_cast<std::uint64_t>(1024u >> 4) << 32 | std::uint64_t{1} << 62;
+  }
+  /// A K-major operand's 16-wide chunk kc of a tile of R rows.
+  template <int R>
+  __device__ __forceinline__ static std::uint64_t kmajor(const std::uint16_t* tile, int kc) {
+    return desc(tile + (kc >> 2) * R * 64 + (kc & 3) * 16, 16);
+  }
+  __device__ __forceinline__ static void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+  __device__ __forceinline__ static void commit_wait() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  }
+  __device__ __forceinline__ static void wgmma_ss_n64(float (&d)[32], std::uint64_t da, std::uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, 1, 1, 1, 0, 0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db));
+  }
+  __device__ __forceinline__ static void wgmma_rs_n64(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+  }
+  __device__ __forceinline__ static void wgmma_rs_n64_tb(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 1;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+  }
+  __device__ __forceinline__ static void wgmma_rs_n128_tb(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, 1, 1, 1, 1;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+  }
+  /// S[mt] += Q[mt] Kᵀ over the 64 keys of the tile (fwd_keys), chained over the head dim's 16-wide
+  /// chunks. QS: Q from the staged tile (load_q_tile); else from the registers qa[kc].
+  template <int D, int MT, bool QS, int QA>
+  __device__ __forceinline__ void qk_tile(float (&s)[MT][8][4], const std::uint32_t (&qa)[QA][4], const std::uint16_t* qs,
+                                          const std::uint16_t* kt) {
+    static_assert(attn::fwd_keys == 64, "S is m64n64 per m-tile");
+    fence();
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        float (&acc)[32] = reinterpret_cast<float (&)[32]>(s[mt]);
+        if constexpr (QS) wgmma_ss_n64(acc, kmajor<64 * MT>(qs + 64 * mt * 64, kc), kmajor<attn::fwd_keys>(kt, kc));
+        else wgmma_rs_n64(acc, qa[kc], kmajor<attn::fwd_keys>(kt, kc));
+      }
+    commit_wait();
+  }
+  /// O[mt] += P[mt] V over the tile's 16-key chunks, V MN-major.
+  template <int D, int MT>
+  __device__ __forceinline__ void pv_tile(float (&o)[MT][D / 8][4], const std::uint32_t (&p)[MT][attn::fwd_keys / 16][4],
+                                          const std::uint16_t* vt) {
+    fence();
+#pragma unroll
+    for (int pk = 0; pk < attn::fwd_keys / 16; ++pk)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const std::uint64_t dv = desc(vt + pk * 16 * 64, attn::fwd_keys * 128);
+        float (&acc)[D / 2] = reinterpret_cast<float (&)[D / 2]>(o[mt]);
+        if constexpr (D == 64) wgmma_rs_n64_tb(acc, p[mt][pk], dv);
+        else wgmma_rs_n128_tb(acc, p[mt][pk], dv);
+      }
+    commit_wait();
+  }
+};
+
+
 /// Per-head sums of the probe's block counters: a block per head, whose threads stage the head's
 /// counters in shared memory, 128 at a time (coalesced), and whose thread 0 adds them to the head's
 /// sum from zero in block order (attn::add_block_counters_in_order, as the twin sums them). (A thread

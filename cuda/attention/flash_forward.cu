@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The forward kernels: attn::flash_forward_block with the hardware backend, one instantiation per
 // (head dim, output mode, score scaling, probe, exponential), behind tiebreak::gpu::attention_forward.
+// The sm_90a image multiplies by wgmma (detail::wgmma_backend), other images by mma.sync; the bits
+// are the same.
 #include <cstdint>
 #include <stdexcept>
 
@@ -17,13 +19,22 @@ template <int D, attn::out_mode M, attn::score_scaling Sc, class Probe, attn::ex
 __global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks<Probe::enabled, D, E>)
     flash_forward_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  detail::device_backend<attn::fwd_threads> be{reinterpret_cast<std::uint16_t*>(smem_raw)};
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // sm_90a: the products by wgmma, on tiles that start on 1024-byte boundaries (the launch gives
+  // 1 KB more than the tiles need).
+  using be_t = detail::wgmma_backend<attn::fwd_threads>;
+  const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & 1023u;
+  be_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((1024u - misalign) & 1023u))}};
+#else
+  using be_t = detail::device_backend<attn::fwd_threads>;
+  be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
+#endif
   // Causal: the query tiles of a head in reverse, so that its heaviest blocks (the last rows see the
   // most keys) start first and the light ones fill the tail of the grid.
   const int x = static_cast<int>(blockIdx.x), bh = static_cast<int>(blockIdx.y);
   const int qt = a.prob.causal() ? n_qt - 1 - x : x;
   const int heads = static_cast<int>(a.prob.shape.heads);
-  attn::flash_forward_block<detail::device_backend<attn::fwd_threads>, D, M, Sc, Probe, E>(
+  attn::flash_forward_block<be_t, D, M, Sc, Probe, E>(
       be, a, c, bh / heads, bh % heads, qt, Probe::enabled ? partial + static_cast<std::size_t>(bh) * n_qt + qt : nullptr);
 }
 
@@ -33,7 +44,7 @@ void launch(const attn::flash_args& a, cudaStream_t stream) {
   constexpr int rows = attn::fwd_rows<Probe::enabled>;
   const int n_qt = static_cast<int>((s.seq_q + rows - 1) / rows);
   const std::size_t bh = s.batch * s.heads;
-  constexpr std::size_t smem = attn::fwd_smem_bytes<D, Probe::enabled>;
+  constexpr std::size_t smem = attn::fwd_smem_bytes<D, Probe::enabled> + 1024;  // + the sm_90a kernel's alignment
   auto* kernel = flash_forward_kernel<D, M, Sc, Probe, E>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute");

@@ -30,6 +30,16 @@
 ///                         load on the device)
 ///   be.load16(out, p)     out[i] = p[i] for the 16 bytes at p (8 bf16 encodings or 4 floats; p
 ///                         16-byte aligned: one load on the device)
+///   Be::warpgroup_mma     (optional, default false) the backend multiplies whole tiles per warpgroup
+///                         (Hopper's wgmma): the forward then calls, instead of its fragment loops,
+///                         be.load_q_tile<ROWS, D, MT>(qs, src, valid_rows) for the staged Q tile,
+///                         be.qk_tile<D, MT, QS>(s, qa, qs, k_tile): S[mt] += Q[mt] Kᵀ, chained over the
+///                         16-wide chunks of the head dim in order (Q from `qs` when QS, else the
+///                         registers qa[kc]), and be.pv_tile<D, MT>(o, p, v_tile): O[mt] += P[mt] V,
+///                         chained over the 16-key chunks in order. Per output element these are the
+///                         same chains of m16n8k16 steps as the fragment loops, and sm_90's wgmma k16
+///                         step has the model of mma.sync's (emu/mma.hpp): the same bits. The tiles'
+///                         shared-memory layout is then the backend's own (it alone reads them).
 ///   be.load_a<C>(frag, tile, ...)   an A fragment from a swizzled tile, with the semantics of the
 ///                         portable load_a below (the host calls it; the device uses ldmatrix, pinned
 ///                         to it by the GPU test); be.load_b2_nmajor/load_b2_kmajor<C>(b0, b1, tile,
@@ -628,6 +638,29 @@ struct fwd_regs {
   TIEBREAK_FORCEINLINE TIEBREAK_HD float& oc(int x, int dn, int e) noexcept { return o[x >> 1][dn][2 * (x & 1) + e]; }
 };
 
+/// Whether backend Be multiplies whole tiles per warpgroup (Be::warpgroup_mma, see the contract above).
+template <class Be>
+inline constexpr bool warpgroup_mma_v = requires { requires Be::warpgroup_mma; };
+
+/// Layouts of a warpgroup backend's tiles (cuda/attention/flash_device.cuh, wgmma_backend), here so that
+/// the host tests pin them (tests/host/attn/wgmma_layout_test.cpp).
+///
+/// The byte offset of 16-byte chunk c of the row in slot sr of a tile of R rows, 128-byte swizzle
+/// (wgmma's): the tile is C / 64 blocks of [R][64] bf16, and the chunk sits at c mod 8 xor (sr mod 8)
+/// of its row's 128 bytes, which is what the hardware's swizzle of address bits 4-6 by bits 7-9 reads
+/// from a 1024-byte-aligned tile. At C = 64 this is swz<64>.
+template <int R>
+TIEBREAK_HDC int sw128_offset(int sr, int c) noexcept {
+  return ((c >> 3) * R + sr) * 128 + (((c & 7) ^ (sr & 7)) << 4);
+}
+/// The slot of row r of the staged Q tile (64 MT rows): each wgmma's 64 rows [64 mt, 64 mt + 64) are the
+/// m-tile mt of warps 0..3 in order, as the instruction gives warp w rows 16 w .. 16 w + 15 of its 64
+/// (warp w holds rows 16 MT w + 16 mt + i, fwd_row).
+template <int MT>
+TIEBREAK_HDC int wgmma_q_slot(int r) noexcept {
+  return 64 * ((r >> 4) % MT) + 16 * (r / (16 * MT)) + (r & 15);
+}
+
 /// The query row of a forward thread's local row x (fwd_regs): warp w's rows are
 /// [16 MT w, 16 MT (w + 1)) of the block's, lane 4 g + t holds rows g and g + 8 of each m-tile.
 template <int MT>
@@ -711,7 +744,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 
   if (tiles > 0) {
     // Q's rows past seq_q read as zero (their rows are never stored).
-    if constexpr (R::QS) be.template load_tile<ROWS, D>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
+    if constexpr (R::QS && warpgroup_mma_v<Be>) be.template load_q_tile<ROWS, D, MT>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
+    else if constexpr (R::QS) be.template load_tile<ROWS, D>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
     be.template load_tile<BC, D>(ks, kg, seq_k < BC ? seq_k : BC);
     be.template load_tile<BC, D>(vs, vg, seq_k < BC ? seq_k : BC);
     be.commit();
@@ -742,6 +776,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           TIEBREAK_UNROLL
           for (int j = 0; j < 4; ++j) r.s[mt][nb][j] = 0.0f;
     });
+    if constexpr (warpgroup_mma_v<Be>) {
+      static_assert(Be::slots == 1, "a warpgroup backend runs on the device, a thread per slot");
+      be.template qk_tile<D, MT, R::QS>(regs[0].s, regs[0].qa, qs, kt_s);
+    } else {
     TIEBREAK_UNROLL
     for (int kc = 0; kc < KC; ++kc) {
       if constexpr (R::QS)
@@ -767,6 +805,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           });
       }
     }
+    }  // fragment products
 
     // Mask (keys past seq_k, causal), the thread's maximum (and minimum) per row, then the quad's maximum.
     const bool need_mask = kt >= nomask_tiles;
@@ -1016,6 +1055,9 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
 
     // O += P V: per element, the chain over the 16-key chunks of the tile, in order. Each V fragment
     // read from shared memory serves the warp's MT m-tiles.
+    if constexpr (warpgroup_mma_v<Be>) {
+      be.template pv_tile<D, MT>(regs[0].o, regs[0].p, vt_s);
+    } else {
     TIEBREAK_UNROLL
     for (int pk = 0; pk < PK; ++pk) {
       TIEBREAK_UNROLL
@@ -1034,6 +1076,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           });
       }
     }
+    }  // fragment products
     be.sync();  // every warp is done with this buffer before the next iteration refills it
   }
 
