@@ -307,7 +307,6 @@ struct wgmma_backend : device_backend<T> {
   }
 };
 
-
 /// Per-head sums of the probe's block counters: a block per head, whose threads stage the head's
 /// counters in shared memory, 128 at a time (coalesced), and whose thread 0 adds them to the head's
 /// sum from zero in block order (attn::add_block_counters_in_order, as the twin sums them). (A thread

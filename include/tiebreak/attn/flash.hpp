@@ -780,32 +780,32 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       static_assert(Be::slots == 1, "a warpgroup backend runs on the device, a thread per slot");
       be.template qk_tile<D, MT, R::QS>(regs[0].s, regs[0].qa, qs, kt_s);
     } else {
-    TIEBREAK_UNROLL
-    for (int kc = 0; kc < KC; ++kc) {
-      if constexpr (R::QS)
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
+      TIEBREAK_UNROLL
+      for (int kc = 0; kc < KC; ++kc) {
+        if constexpr (R::QS)
+          be.for_threads([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            TIEBREAK_UNROLL
+            for (int mt = 0; mt < MT; ++mt)
+              be.template load_a<D>(r.qa[mt], qs, 16 * MT * (tid >> 5) + 16 * mt, 16 * kc, tid & 31);
+          });
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; nb += 2)  // all fragments of the chunk first: the loads overlap
+          be.for_threads([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            be.template load_b2_nmajor<D>(r.kb[nb], r.kb[nb + 1], kt_s, 8 * nb, 16 * kc, tid & 31);
+          });
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; ++nb) {
           TIEBREAK_UNROLL
           for (int mt = 0; mt < MT; ++mt)
-            be.template load_a<D>(r.qa[mt], qs, 16 * MT * (tid >> 5) + 16 * mt, 16 * kc, tid & 31);
-        });
-      TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; nb += 2)  // all fragments of the chunk first: the loads overlap
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_b2_nmajor<D>(r.kb[nb], r.kb[nb + 1], kt_s, 8 * nb, 16 * kc, tid & 31);
-        });
-      TIEBREAK_UNROLL
-      for (int nb = 0; nb < NB; ++nb) {
-        TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
-          be.mma([&](int tid) {
-            R& r = regs[be.slot(tid)];
-            return mma_frags{r.qa[R::QS ? mt : kc], r.kb[nb], r.s[mt][nb]};
-          });
+            be.mma([&](int tid) {
+              R& r = regs[be.slot(tid)];
+              return mma_frags{r.qa[R::QS ? mt : kc], r.kb[nb], r.s[mt][nb]};
+            });
+        }
       }
     }
-    }  // fragment products
 
     // Mask (keys past seq_k, causal), the thread's maximum (and minimum) per row, then the quad's maximum.
     const bool need_mask = kt >= nomask_tiles;
@@ -1058,25 +1058,25 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
     if constexpr (warpgroup_mma_v<Be>) {
       be.template pv_tile<D, MT>(regs[0].o, regs[0].p, vt_s);
     } else {
-    TIEBREAK_UNROLL
-    for (int pk = 0; pk < PK; ++pk) {
       TIEBREAK_UNROLL
-      for (int dn = 0; dn < DN; dn += 2)
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_b2_kmajor<D>(r.vb[dn], r.vb[dn + 1], vt_s, 16 * pk, 8 * dn, tid & 31);
-        });
-      TIEBREAK_UNROLL
-      for (int dn = 0; dn < DN; ++dn) {
+      for (int pk = 0; pk < PK; ++pk) {
         TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
-          be.mma([&](int tid) {
+        for (int dn = 0; dn < DN; dn += 2)
+          be.for_threads([&](int tid) {
             R& r = regs[be.slot(tid)];
-            return mma_frags{r.p[mt][pk], r.vb[dn], r.o[mt][dn]};
+            be.template load_b2_kmajor<D>(r.vb[dn], r.vb[dn + 1], vt_s, 16 * pk, 8 * dn, tid & 31);
           });
+        TIEBREAK_UNROLL
+        for (int dn = 0; dn < DN; ++dn) {
+          TIEBREAK_UNROLL
+          for (int mt = 0; mt < MT; ++mt)
+            be.mma([&](int tid) {
+              R& r = regs[be.slot(tid)];
+              return mma_frags{r.p[mt][pk], r.vb[dn], r.o[mt][dn]};
+            });
+        }
       }
     }
-    }  // fragment products
     be.sync();  // every warp is done with this buffer before the next iteration refills it
   }
 
