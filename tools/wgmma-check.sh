@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Device check of the wgmma forward (branch wgmma-core): prebuilt sm_90a binaries in WG_BIN
 # (flash_gpu_test, attention_bench) and main's attention_bench in WG_BASE, carried. Runs the forward's
-# bit-identity tests, memcheck on the forward test, then times the forward (bf16 fused sfu, probe off
-# and on, causal and not) for this tree and main in turns. Output in $OUT.
+# bit-identity tests (WG_FILTER), memcheck on the forward test (WG_SAN_FILTER), then times bf16 fused sfu
+# (WG_PASSES, default fwd; WG_PROBE, default off), causal and not, for this tree and main in turns,
+# twice, the better median of each. Output in $OUT.
 B=${WG_BIN:-build-wg}
 BASE=${WG_BASE:-build-wg/attention_bench_main}
 OUT=${OUT:-/tmp/out}
@@ -12,10 +13,10 @@ timeout ${WG_TEST_S:-120} "$B/flash_gpu_test" --gtest_filter="${WG_FILTER:-Flash
 echo "flash_gpu_test exit $?"
 grep -E "^\[  (PASSED|FAILED)|OK \]|FAILED|twin == device|blocks per SM|Expected|Which is" "$OUT/flash-gpu.log" | head -30
 if [ "${WG_MEMCHECK:-1}" = 1 ]; then
-  timeout 90 compute-sanitizer --tool memcheck "$B/flash_gpu_test" --gtest_filter=FlashGpu.ForwardBitIdenticalToTwin > "$OUT/memcheck.log" 2>&1
+  timeout 90 compute-sanitizer --tool memcheck "$B/flash_gpu_test" --gtest_filter="${WG_SAN_FILTER:-FlashGpu.ForwardBitIdenticalToTwin}" > "$OUT/memcheck.log" 2>&1
   echo "memcheck exit $?: $(grep 'ERROR SUMMARY' "$OUT/memcheck.log")"
 fi
-args=(--dims 64,128 --seqs 1024,4096,16384 --causal both --modes bf16 --scaling fused --probe ${WG_PROBE:-off} --exp sfu --passes fwd --reps 5)
+args=(--dims 64,128 --seqs 1024,4096,16384 --causal both --modes bf16 --scaling fused --probe ${WG_PROBE:-off} --exp sfu --passes ${WG_PASSES:-fwd} --reps 5)
 for round in 1 2; do
   timeout 60 "$B/attention_bench" "${args[@]}" 2>/dev/null | grep '"result"' > "$OUT/bench-wg-$round.jsonl"
   timeout 60 "$BASE" "${args[@]}" 2>/dev/null | grep '"result"' > "$OUT/bench-main-$round.jsonl"
@@ -28,10 +29,10 @@ def load(tag):
     for f in sorted(glob.glob(f"{out}/bench-{tag}-*.jsonl")):
         for l in open(f):
             x = json.loads(l)
-            r.setdefault((x["dim"], x["seq"], x["causal"], x["probe"]), []).append(x["tflops"])
+            r.setdefault((x["pass"], x["dim"], x["seq"], x["causal"], x["probe"]), []).append(x["tflops"])
     return {k: max(v) for k, v in r.items()}
 wg, mn = load("wg"), load("main")
-print("D S causal probe | wgmma TFLOP/s | main TFLOP/s | ratio")
+print("pass D S causal probe | wgmma TFLOP/s | main TFLOP/s | ratio")
 for k in sorted(wg):
     if k in mn:
         print(*k, "| %.1f | %.1f | %.3f" % (wg[k], mn[k], wg[k] / mn[k]))

@@ -7,7 +7,9 @@
 - tools/env-sweep.sh runs the bench once per value of a variable (the variable reaches the program),
   tables TFLOP/s per value with the fastest marked, and on the device ($OUT) packs all but the table;
 - tools/device-quick.sh with TIEBREAK_QUICK_BIN skips the build, and runs one source-counter profile per
-  (binary, argument set) with TIEBREAK_QUICK_NCU_SOURCE_ARGS split at ';' and the base's included.
+  (binary, argument set) with TIEBREAK_QUICK_NCU_SOURCE_ARGS split at ';' and the base's included;
+- tools/wgmma-check.sh runs the tests and memcheck on WG_BIN's programs, then tables each case's better
+  median of two rounds for WG_BIN and WG_BASE with their ratio.
     device_tools_test.py REPO_ROOT      exit 0: passed; 1: failed"""
 import json
 import os
@@ -146,12 +148,44 @@ def device_quick(root, d, fails):
         fails.append("device-quick: quick-ncu-source.txt has %d sections, not 4" % summary.count("=== "))
 
 
+def wgmma_check(root, d, fails):
+    bins = os.path.join(d, "wg-path")
+    for name, text in (("nvidia-smi", "echo NVIDIA H100 80GB HBM3, 1980 MHz"),
+                       ("compute-sanitizer", 'echo "========= ERROR SUMMARY: 0 errors"')):
+        write(os.path.join(bins, name), "#!/bin/sh\n%s\n" % text, 0o755)
+    wb = os.path.join(d, "wg-bin")
+    write(os.path.join(wb, "flash_gpu_test"), "#!/bin/sh\necho \"filter $1\"\necho '[  PASSED  ] 3 tests.'\n", 0o755)
+    # A bench whose call n reports base + 10 n TFLOP/s (a file counts the calls), for one forward case.
+    bench = ("#!/bin/sh\nc=$(cat \"$0.n\" 2>/dev/null || echo 0); c=$((c + 1)); echo $c > \"$0.n\"\n"
+             "echo '{\"kind\":\"result\",\"pass\":\"fwd\",\"dim\":64,\"seq\":1024,\"causal\":false,\"probe\":false,"
+             "\"tflops\":'$(( %d + 10 * c ))'}'\n")
+    write(os.path.join(wb, "attention_bench"), bench % 200, 0o755)
+    write(os.path.join(d, "wg-base", "attention_bench"), bench % 100, 0o755)
+    out = os.path.join(d, "wg-out")
+    os.makedirs(out)
+    env = dict(os.environ, PATH=bins + os.pathsep + os.environ.get("PATH", ""), OUT=out, WG_BIN=wb,
+               WG_BASE=os.path.join(d, "wg-base", "attention_bench"), WG_FILTER="FlashGpu.X")
+    p = subprocess.run(["bash", os.path.join(root, "tools", "wgmma-check.sh")], capture_output=True, text=True,
+                       env=env, cwd=root)
+    if p.returncode != 0:
+        fails.append("wgmma-check: exit %d: %s" % (p.returncode, (p.stdout + p.stderr)[-500:]))
+    if "flash_gpu_test exit 0" not in p.stdout or "filter --gtest_filter=FlashGpu.X" not in open(
+            os.path.join(out, "flash-gpu.log")).read():
+        fails.append("wgmma-check: the tests did not run with WG_FILTER:\n" + p.stdout)
+    if "memcheck exit 0: ========= ERROR SUMMARY: 0 errors" not in p.stdout:
+        fails.append("wgmma-check: no memcheck line:\n" + p.stdout)
+    # Rounds: this tree 210 then 220, the base 110 then 120: the better of each, 220 / 120.
+    if "fwd 64 1024 False False | 220.0 | 120.0 | 1.833" not in p.stdout:
+        fails.append("wgmma-check: the row is not the better of two rounds for each:\n" + p.stdout)
+
+
 def main(root):
     fails = []
     with tempfile.TemporaryDirectory() as d:
         quick_bin(root, d, fails)
         env_sweep(root, d, fails)
         device_quick(root, d, fails)
+        wgmma_check(root, d, fails)
     for f in fails:
         print("FAIL:", f)
     print("device_tools_test: %s" % ("passed" if not fails else "%d failures" % len(fails)))
