@@ -13,6 +13,7 @@
 
 #include "tiebreak/attn/flash.hpp"
 #include "tiebreak/gpu/cuda_check.cuh"
+#include "tiebreak/gpu/wgmma.cuh"
 
 namespace tiebreak::gpu::detail {
 
@@ -238,9 +239,7 @@ struct wgmma_backend : device_backend<T> {
   }
 
   __device__ __forceinline__ static std::uint64_t desc(const std::uint16_t* p, unsigned lbo) {
-    const unsigned a = base::smem_addr(p);
-    return static_cast<std::uint64_t>((a & 0x3ffffu) >> 4) | static_cast<std::uint64_t>((lbo & 0x3ffffu) >> 4) << 16 |
-           static_cast<std::uint64_t>(1024u >> 4) << 32 | std::uint64_t{1} << 62;
+    return smem_desc(p, lbo, 1024, smem_swizzle::bytes128);
   }
   /// A K-major operand's 16-wide chunk kc of a tile of R rows.
   template <int R>
@@ -257,20 +256,18 @@ struct wgmma_backend : device_backend<T> {
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "l"(da), "l"(db));
   }
+  /// A from registers; TransB: B MN-major (the transpose flag).
+  template <int TransB>
   __device__ __forceinline__ static void wgmma_rs_n64(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, %37;\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TransB));
   }
-  __device__ __forceinline__ static void wgmma_rs_n64_tb(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 1;\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-  }
-  __device__ __forceinline__ static void wgmma_rs_n128_tb(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, 1, 1, 1, 1;\n"
+  template <int TransB>
+  __device__ __forceinline__ static void wgmma_rs_n128(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, 1, 1, 1, %69;\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TransB));
   }
   /// S[mt] += Q[mt] Kᵀ over the 64 keys of the tile (fwd_keys), chained over the head dim's 16-wide
   /// chunks. QS: Q from the staged tile (load_q_tile); else from the registers qa[kc].
@@ -285,7 +282,7 @@ struct wgmma_backend : device_backend<T> {
       for (int mt = 0; mt < MT; ++mt) {
         float (&acc)[32] = reinterpret_cast<float (&)[32]>(s[mt]);
         if constexpr (QS) wgmma_ss_n64(acc, kmajor<64 * MT>(qs + 64 * mt * 64, kc), kmajor<attn::fwd_keys>(kt, kc));
-        else wgmma_rs_n64(acc, qa[kc], kmajor<attn::fwd_keys>(kt, kc));
+        else wgmma_rs_n64<0>(acc, qa[kc], kmajor<attn::fwd_keys>(kt, kc));
       }
     commit_wait();
   }
@@ -295,14 +292,15 @@ struct wgmma_backend : device_backend<T> {
                                           const std::uint16_t* vt) {
     fence();
 #pragma unroll
-    for (int pk = 0; pk < attn::fwd_keys / 16; ++pk)
+    for (int pk = 0; pk < attn::fwd_keys / 16; ++pk) {
+      const std::uint64_t dv = desc(vt + pk * 16 * 64, attn::fwd_keys * 128);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        const std::uint64_t dv = desc(vt + pk * 16 * 64, attn::fwd_keys * 128);
         float (&acc)[D / 2] = reinterpret_cast<float (&)[D / 2]>(o[mt]);
-        if constexpr (D == 64) wgmma_rs_n64_tb(acc, p[mt][pk], dv);
-        else wgmma_rs_n128_tb(acc, p[mt][pk], dv);
+        if constexpr (D == 64) wgmma_rs_n64<1>(acc, p[mt][pk], dv);
+        else wgmma_rs_n128<1>(acc, p[mt][pk], dv);
       }
+    }
     commit_wait();
   }
 };

@@ -16,6 +16,7 @@
 
 #include "tiebreak/emu/mma.hpp"
 #include "tiebreak/emu/mma_gen.hpp"
+#include "tiebreak/gpu/wgmma.cuh"
 
 namespace tiebreak::gpu::mma_detail {
 
@@ -71,12 +72,7 @@ __device__ __forceinline__ int core_offset(int r, int kb) {
 }
 
 __device__ __forceinline__ std::uint64_t make_desc(const void* p, std::uint32_t lbo, std::uint32_t sbo) {
-  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-  std::uint64_t d = 0;
-  d |= static_cast<std::uint64_t>((addr & 0x3ffffu) >> 4);
-  d |= static_cast<std::uint64_t>((lbo & 0x3ffffu) >> 4) << 16;
-  d |= static_cast<std::uint64_t>((sbo & 0x3ffffu) >> 4) << 32;
-  return d;  // base offset 0, no swizzle (bits 62-63 zero)
+  return smem_desc(p, lbo, sbo);  // base offset 0, no swizzle
 }
 
 /// One mma.sync on the unit's shared tile: d = a * b + c. `lane` in [0, 32).
