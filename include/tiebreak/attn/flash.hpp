@@ -36,7 +36,8 @@
 ///                         be.qk_tile<D, MT, QS>(s, qa, qs, k_tile): S[mt] += Q[mt] Kᵀ, chained over the
 ///                         16-wide chunks of the head dim in order (Q from `qs` when QS, else the
 ///                         registers qa[kc]), and be.pv_tile<D, MT>(o, p, v_tile): O[mt] += P[mt] V,
-///                         chained over the 16-key chunks in order. Per output element these are the
+///                         chained over the 16-key chunks in order. The dQ kernel uses the same three
+///                         for its staged Q and dO, S and dP (QS), and dQ += dS K. Per output element these are the
 ///                         same chains of m16n8k16 steps as the fragment loops, and sm_90's wgmma k16
 ///                         step has the model of mma.sync's (emu/mma.hpp): the same bits. The tiles'
 ///                         shared-memory layout is then the backend's own (it alone reads them).
@@ -1683,8 +1684,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     load_rows<Be, D, dq_keys>(be, vs + buf * KT, a.t.v + sh.v_offset(b, kvh, 0), kt * dq_keys, seq_k);
   };
 
-  load_rows<Be, D, dq_rows>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
-  load_rows<Be, D, dq_rows>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  if constexpr (warpgroup_mma_v<Be>) {  // rows in the order of the warpgroup products (wgmma_q_slot)
+    be.template load_q_tile<dq_rows, D, MT>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
+    be.template load_q_tile<dq_rows, D, MT>(dos, a.t.dout + sh.o_offset(b, h, q0), seq_q - q0);
+  } else {
+    load_rows<Be, D, dq_rows>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
+    load_rows<Be, D, dq_rows>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  }
   static_assert(dq_rows == bwd_threads, "load_floats: one row per thread");
   be.template load_floats<dq_rows>(lse2s, a.t.lse + sh.q_row(b, h, q0), seq_q - q0);
   be.template load_floats<dq_rows>(deltas, a.t.delta + sh.q_row(b, h, q0), seq_q - q0);
@@ -1720,8 +1726,20 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     // S = Q Kᵀ, then dP = dO Vᵀ.
     auto row = [](int w, int mt) { return 16 * (MT * w + mt); };
     auto key_row = [](int) { return 0; };
-    warp_products<MT, NB, Be, D>(be, regs, qs, row, kb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
-    warp_products<MT, NB, Be, D>(be, regs, dos, row, vb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    if constexpr (warpgroup_mma_v<Be>) {
+      static_assert(Be::slots == 1, "a warpgroup backend runs on the device, a thread per slot");
+      TIEBREAK_UNROLL
+      for (int mt = 0; mt < MT; ++mt)
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; ++nb)
+          TIEBREAK_UNROLL
+          for (int j = 0; j < 4; ++j) regs[0].s[mt][nb][j] = regs[0].dp[mt][nb][j] = 0.0f;
+      be.template qk_tile<D, MT, true>(regs[0].s, nullptr, qs, kb);
+      be.template qk_tile<D, MT, true>(regs[0].dp, nullptr, dos, vb);
+    } else {
+      warp_products<MT, NB, Be, D>(be, regs, qs, row, kb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
+      warp_products<MT, NB, Be, D>(be, regs, dos, row, vb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    }
     // P and dS. A row of a tile that every row sees, whose x all lie in [-126, 128) (x_in_range over
     // the thread's scores of the row: most rows), takes exp2_sw_in_range: the same bits.
     be.for_threads([&](int tid) {
@@ -1769,23 +1787,28 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
       TIEBREAK_UNROLL
       for (int mt = 0; mt < MT; ++mt) c_to_a_bf16<Be, NB>(r.pa[mt], r.dp[mt]);
     });
-    // dQ += dS K: per 16-key chunk and pair of head-dim blocks one ldmatrix.x4.trans, for both m-tiles.
-    TIEBREAK_UNROLL
-    for (int pk = 0; pk < PK; ++pk) {
+    // dQ += dS K: per 16-key chunk and pair of head-dim blocks one ldmatrix.x4.trans, for both m-tiles
+    // (a warpgroup backend: dS from registers, K as the transposed operand).
+    if constexpr (warpgroup_mma_v<Be>) {
+      be.template pv_tile<D, MT>(regs[0].dq, regs[0].pa, kb);
+    } else {
       TIEBREAK_UNROLL
-      for (int dn = 0; dn < DN; dn += 2) {
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_b2_kmajor<D>(r.bb[0], r.bb[1], kb, 16 * pk, 8 * dn, tid & 31);
-        });
+      for (int pk = 0; pk < PK; ++pk) {
         TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
+        for (int dn = 0; dn < DN; dn += 2) {
+          be.for_threads([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            be.template load_b2_kmajor<D>(r.bb[0], r.bb[1], kb, 16 * pk, 8 * dn, tid & 31);
+          });
           TIEBREAK_UNROLL
-          for (int j = 0; j < 2; ++j)
-            be.mma([&](int tid) {
-              R& r = regs[be.slot(tid)];
-              return mma_frags{r.pa[mt][pk], r.bb[j], r.dq[mt][dn + j]};
-            });
+          for (int mt = 0; mt < MT; ++mt)
+            TIEBREAK_UNROLL
+            for (int j = 0; j < 2; ++j)
+              be.mma([&](int tid) {
+                R& r = regs[be.slot(tid)];
+                return mma_frags{r.pa[mt][pk], r.bb[j], r.dq[mt][dn + j]};
+              });
+        }
       }
     }
   }
