@@ -36,21 +36,18 @@ __global__ void __launch_bounds__(attn::bwd_threads, KV ? attn::bwd_kv_min_block
   // heaviest blocks, the first keys (every later query tile sees them), come first as they are.
   const int bh = static_cast<int>(blockIdx.y), x = static_cast<int>(blockIdx.x);
   const int blk = !KV && a.prob.causal() ? static_cast<int>(gridDim.x) - 1 - x : x;
-  if constexpr (KV) {
-    be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
-    attn::flash_dkdv_block<be_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
-  } else {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // sm_90a: dQ's products by wgmma (as the forward's), on 1024-byte-aligned tiles (the launch gives 1 KB more).
-    using wg_t = detail::wgmma_backend<attn::bwd_threads>;
-    const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & 1023u;
-    wg_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((1024u - misalign) & 1023u))}};
-    attn::flash_dq_block<wg_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
+  // sm_90a: the products by wgmma (as the forward's), on 1024-byte-aligned tiles (dQ's launch gives 1 KB
+  // more; dK/dV's has room: bwd_wg_smem_bytes).
+  using kb_t = detail::wgmma_backend<attn::bwd_threads>;
+  const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & 1023u;
+  kb_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((1024u - misalign) & 1023u))}};
 #else
-    be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
-    attn::flash_dq_block<be_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
+  using kb_t = be_t;
+  kb_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
 #endif
-  }
+  if constexpr (KV) attn::flash_dkdv_block<kb_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
+  else attn::flash_dq_block<kb_t, D, Sc, E>(be, a, c, bh / heads, bh % heads, blk);
 }
 
 /// The delta kernel and, probed, its counters' sum, launched on `st`; the caller synchronises `st`
