@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Device check of the wgmma forward (branch wgmma-core): prebuilt sm_90a binaries in WG_BIN
 # (flash_gpu_test, attention_bench) and main's attention_bench in WG_BASE, carried. Runs the forward's
-# bit-identity tests (WG_FILTER), memcheck on the forward test (WG_SAN_FILTER), then times bf16 fused sfu
+# bit-identity tests (WG_FILTER), memcheck (WG_MEMCHECK=0: none) and with WG_RACECHECK=1 racecheck on the
+# forward test (WG_SAN_FILTER; WG_SAN_S seconds each, default 90), then times bf16 fused sfu
 # (WG_PASSES, default fwd; WG_PROBE, default off), causal and not, for this tree and main in turns,
 # twice, the better median of each. Output in $OUT.
 B=${WG_BIN:-build-wg}
@@ -12,10 +13,12 @@ nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 timeout ${WG_TEST_S:-120} "$B/flash_gpu_test" --gtest_filter="${WG_FILTER:-FlashGpu.ForwardBitIdenticalToTwin:FlashGpu.ProbeCounters*:FlashGpu.Misaligned*}" > "$OUT/flash-gpu.log" 2>&1
 echo "flash_gpu_test exit $?"
 grep -E "^\[  (PASSED|FAILED)|OK \]|FAILED|twin == device|blocks per SM|Expected|Which is" "$OUT/flash-gpu.log" | head -30
-if [ "${WG_MEMCHECK:-1}" = 1 ]; then
-  timeout 90 compute-sanitizer --tool memcheck "$B/flash_gpu_test" --gtest_filter="${WG_SAN_FILTER:-FlashGpu.ForwardBitIdenticalToTwin}" > "$OUT/memcheck.log" 2>&1
-  echo "memcheck exit $?: $(grep 'ERROR SUMMARY' "$OUT/memcheck.log")"
-fi
+san() {  # $1: memcheck or racecheck
+  timeout "${WG_SAN_S:-90}" compute-sanitizer --tool "$1" "$B/flash_gpu_test" --gtest_filter="${WG_SAN_FILTER:-FlashGpu.ForwardBitIdenticalToTwin}" > "$OUT/$1.log" 2>&1
+  echo "$1 exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$1.log" | tr '\n' ' ')"
+}
+[ "${WG_MEMCHECK:-1}" = 1 ] && san memcheck
+[ "${WG_RACECHECK:-0}" = 1 ] && san racecheck
 args=(--dims 64,128 --seqs 1024,4096,16384 --causal both --modes bf16 --scaling fused --probe ${WG_PROBE:-off} --exp sfu --passes ${WG_PASSES:-fwd} --reps 5)
 for round in 1 2; do
   timeout 60 "$B/attention_bench" "${args[@]}" 2>/dev/null | grep '"result"' > "$OUT/bench-wg-$round.jsonl"

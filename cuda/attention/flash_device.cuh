@@ -269,31 +269,38 @@ struct wgmma_backend : device_backend<T> {
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TransB));
   }
-  /// S[mt] += Q[mt] Kᵀ over the 64 keys of the tile (fwd_keys), chained over the head dim's 16-wide
-  /// chunks. QS: Q from the staged tile (load_q_tile); else from the registers qa[kc].
-  template <int D, int MT, bool QS, int QA>
-  __device__ __forceinline__ void qk_tile(float (&s)[MT][8][4], const std::uint32_t (&qa)[QA][4], const std::uint16_t* qs,
+  __device__ __forceinline__ static void wgmma_ss_n32(float (&d)[16], std::uint64_t da, std::uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, 1, 1, 1, 0, 0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(da), "l"(db));
+  }
+  /// S[mt] += Q[mt] Kᵀ over the 8 NB keys of a key tile kt of 8 NB rows (the forward: fwd_keys; dQ:
+  /// dq_keys), chained over the head dim's 16-wide chunks. QS: Q from the staged tile qs (load_q_tile,
+  /// 64 MT rows); else from the registers qa[kc] (the probed forward).
+  template <int D, int MT, bool QS, int NB>
+  __device__ __forceinline__ void qk_tile(float (&s)[MT][NB][4], const std::uint32_t (*qa)[4], const std::uint16_t* qs,
                                           const std::uint16_t* kt) {
-    static_assert(attn::fwd_keys == 64, "S is m64n64 per m-tile");
+    static_assert(NB == 8 || (NB == 4 && QS), "S is m64n64 (both sources of Q) or m64n32 (Q staged) per m-tile");
     fence();
 #pragma unroll
     for (int kc = 0; kc < D / 16; ++kc)
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        float (&acc)[32] = reinterpret_cast<float (&)[32]>(s[mt]);
-        if constexpr (QS) wgmma_ss_n64(acc, kmajor<64 * MT>(qs + 64 * mt * 64, kc), kmajor<attn::fwd_keys>(kt, kc));
-        else wgmma_rs_n64<0>(acc, qa[kc], kmajor<attn::fwd_keys>(kt, kc));
+        float (&acc)[4 * NB] = reinterpret_cast<float (&)[4 * NB]>(s[mt]);
+        if constexpr (NB == 4) wgmma_ss_n32(acc, kmajor<64 * MT>(qs + 64 * mt * 64, kc), kmajor<8 * NB>(kt, kc));
+        else if constexpr (QS) wgmma_ss_n64(acc, kmajor<64 * MT>(qs + 64 * mt * 64, kc), kmajor<8 * NB>(kt, kc));
+        else wgmma_rs_n64<0>(acc, qa[kc], kmajor<8 * NB>(kt, kc));
       }
     commit_wait();
   }
-  /// O[mt] += P[mt] V over the tile's 16-key chunks, V MN-major.
-  template <int D, int MT>
-  __device__ __forceinline__ void pv_tile(float (&o)[MT][D / 8][4], const std::uint32_t (&p)[MT][attn::fwd_keys / 16][4],
-                                          const std::uint16_t* vt) {
+  /// O[mt] += P[mt] V over the 16-key chunks of a tile vt of 16 PK rows, V MN-major (the forward: P V;
+  /// dQ: dS K).
+  template <int D, int MT, int PK>
+  __device__ __forceinline__ void pv_tile(float (&o)[MT][D / 8][4], const std::uint32_t (&p)[MT][PK][4], const std::uint16_t* vt) {
     fence();
 #pragma unroll
-    for (int pk = 0; pk < attn::fwd_keys / 16; ++pk) {
-      const std::uint64_t dv = desc(vt + pk * 16 * 64, attn::fwd_keys * 128);
+    for (int pk = 0; pk < PK; ++pk) {
+      const std::uint64_t dv = desc(vt + pk * 16 * 64, 16 * PK * 128);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         float (&acc)[D / 2] = reinterpret_cast<float (&)[D / 2]>(o[mt]);

@@ -36,7 +36,8 @@
 ///                         be.qk_tile<D, MT, QS>(s, qa, qs, k_tile): S[mt] += Q[mt] Kᵀ, chained over the
 ///                         16-wide chunks of the head dim in order (Q from `qs` when QS, else the
 ///                         registers qa[kc]), and be.pv_tile<D, MT>(o, p, v_tile): O[mt] += P[mt] V,
-///                         chained over the 16-key chunks in order. Per output element these are the
+///                         chained over the 16-key chunks in order. The dQ kernel uses the same three
+///                         for its staged Q and dO, S and dP (QS), and dQ += dS K. Per output element these are the
 ///                         same chains of m16n8k16 steps as the fragment loops, and sm_90's wgmma k16
 ///                         step has the model of mma.sync's (emu/mma.hpp): the same bits. The tiles'
 ///                         shared-memory layout is then the backend's own (it alone reads them).
@@ -1244,6 +1245,11 @@ inline constexpr int bwd_tile = 64;              ///< the dK/dV block's query ti
 /// H100 and H200 (2 x (115 712 + 1 024 reserved) = 233 472 = 228 KiB).
 template <int D>
 inline constexpr std::size_t bwd_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4 + 2 * 64 * 64 * 2;
+/// The same with a warpgroup backend (dkdv_wg_regs: no Pᵀ or dSᵀ tile). The launch gives
+/// bwd_smem_bytes, which leaves room for the 1024-byte alignment of its swizzled tiles.
+template <int D>
+inline constexpr std::size_t bwd_wg_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4;
+static_assert(bwd_wg_smem_bytes<64> + 1024 <= bwd_smem_bytes<64> && bwd_wg_smem_bytes<128> + 1024 <= bwd_smem_bytes<128>);
 
 /// Blocks of the dK/dV kernel resident per SM, its `__launch_bounds__` minimum (H100/H200: 64 K
 /// registers and 228 KiB of shared memory per SM). D = 64 with the SFU's exponential: 3, so 168
@@ -1416,6 +1422,23 @@ struct dkdv_regs {
   float dk[MT][DNW][4];
 };
 
+/// Registers of one thread of the dK/dV kernel with a warpgroup backend (Be::warpgroup_mma): the
+/// block's 64 keys are the M rows of its wgmma products, warp w's keys 16 w + g (+ 8), so a thread
+/// holds all 64 queries of its two keys (Sᵀ and dPᵀ: m64n64 accumulators) and all D head dims of
+/// them (dV and dK: m64nD). Pᵀ and dSᵀ stay in registers as the A operands of dV += Pᵀ dO and
+/// dK += dSᵀ Q (c_to_a_bf16: the nearest-even rounding of the shared-memory path's tiles), with dO
+/// and Q as the transposed B operands; no Pᵀ or dSᵀ tile, no block barrier between the halves.
+template <int D>
+struct dkdv_wg_regs {
+  static constexpr int MT = 1, NB = bwd_tile / 8, PK = bwd_tile / 16, DNW = D / 8;
+  std::uint32_t pta[MT][PK][4];   ///< Pᵀ as A fragments, the tile's four 16-query chunks
+  std::uint32_t dsta[MT][PK][4];  ///< dSᵀ as A fragments
+  float s[MT][NB][4];             ///< Sᵀ, then Pᵀ
+  float dp[MT][NB][4];            ///< dPᵀ, then dSᵀ
+  float dv[MT][DNW][4];
+  float dk[MT][DNW][4];
+};
+
 /// Stores a gradient: the thread's accumulators acc(r, mt) (MT m-tiles of DNW blocks of 8 columns),
 /// row row_of(w, g, x) for local row x = 2 mt + (i >> 1), column col_of(w) + 8 dn + 2 t + (i & 1),
 /// times the scale when Scaled (f32, nearest-even), rounded to bf16 (nearest-even), to
@@ -1455,9 +1478,11 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void bwd_store(Be& be, R* regs, Acc&& acc, std:
 template <class Be, int D, score_scaling Sc, exp2_policy E = exp2_policy::software>
 TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args& a, const flash_consts& c, int b, int kvh,
                                                        int kb) {
-  using R = dkdv_regs<D>;
+  constexpr bool WG = warpgroup_mma_v<Be>;
+  using R = std::conditional_t<WG, dkdv_wg_regs<D>, dkdv_regs<D>>;
   constexpr int MT = R::MT, NB = R::NB, PK = R::PK, DNW = R::DNW, T = 64 * D;
   static_assert(bwd_rows == 64 && bwd_tile == 64 && bwd_warps == 4, "the quarters assume 64 x 64 tiles and 4 warps");
+  static_assert(!WG || Be::slots == 1, "a warpgroup backend runs on the device, a thread per slot");
   const shape& sh = a.prob.shape;
   const int seq_q = static_cast<int>(sh.seq_q), seq_k = static_cast<int>(sh.seq_k);
   const int k0 = kb * bwd_rows;
@@ -1522,18 +1547,29 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
     const std::uint16_t* dob = be.smem() + (DOS + sel);
     const float* lse2b = lse2s + 64 * buf;
     const float* deltab = deltas + 64 * buf;
-    // The warp's quarter of Sᵀ = K Qᵀ, then of dPᵀ = V dOᵀ.
-    auto key_row = [](int w, int mt) { return 32 * (w >> 1) + 16 * mt; };
-    auto query_row = [](int w) { return 32 * (w & 1); };
-    warp_products<MT, NB, Be, D>(be, regs, ks, key_row, qb, query_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
-    warp_products<MT, NB, Be, D>(be, regs, vs, key_row, dob, query_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    // The warp's quarter of Sᵀ = K Qᵀ, then of dPᵀ = V dOᵀ (a warpgroup backend: all of both, K and V
+    // as the A operands, Q and dO as the B operands, from shared memory).
+    if constexpr (WG) {
+      TIEBREAK_UNROLL
+      for (int nb = 0; nb < NB; ++nb)
+        TIEBREAK_UNROLL
+        for (int j = 0; j < 4; ++j) regs[0].s[0][nb][j] = regs[0].dp[0][nb][j] = 0.0f;
+      be.template qk_tile<D, MT, true>(regs[0].s, nullptr, ks, qb);
+      be.template qk_tile<D, MT, true>(regs[0].dp, nullptr, vs, dob);
+    } else {
+      auto key_row = [](int w, int mt) { return 32 * (w >> 1) + 16 * mt; };
+      auto query_row = [](int w) { return 32 * (w & 1); };
+      warp_products<MT, NB, Be, D>(be, regs, ks, key_row, qb, query_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
+      warp_products<MT, NB, Be, D>(be, regs, vs, key_row, dob, query_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    }
     // Pᵀ and dSᵀ (row = key, column = query), rounded to bf16 into their shared tiles. On a tile that
     // every row sees, where the thread's x all lie in [-126, 128) (x_in_range over its 32 scores and
     // its 8 columns' lse2: most tiles), P is exp2_sw_in_range: the same bits.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-      const int kr0 = 32 * (w >> 1) + g, qc0 = 32 * (w & 1) + 2 * t;  // local key row and query column
+      // local key row and query column
+      const int kr0 = WG ? 16 * w + g : 32 * (w >> 1) + g, qc0 = WG ? 2 * t : 32 * (w & 1) + 2 * t;
       bool in_range = all_vis;
       if (E == exp2_policy::software && in_range) {  // the SFU takes every x: all_vis decides alone
         float lo = f32::inf, hi = -f32::inf, olo = f32::inf, ohi = -f32::inf;
@@ -1579,59 +1615,72 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
               r.dp[mt][nb][i] = f32::mul_rn(p, f32::sub_rn(r.dp[mt][nb][i], deltab[qc]));
             }
       }
-      // Each pair of columns as one word (pack_bf16x2_rne, as c_to_a_bf16 rounds a register operand).
-      TIEBREAK_UNROLL
-      for (int mt = 0; mt < MT; ++mt)
+      if constexpr (WG) {  // A fragments in registers
+        c_to_a_bf16<Be, NB>(r.pta[0], r.s[0]);
+        c_to_a_bf16<Be, NB>(r.dsta[0], r.dp[0]);
+      } else {
+        // Each pair of columns as one word (pack_bf16x2_rne, as c_to_a_bf16 rounds a register operand).
         TIEBREAK_UNROLL
-        for (int nb = 0; nb < NB; ++nb)
+        for (int mt = 0; mt < MT; ++mt)
           TIEBREAK_UNROLL
-          for (int x = 0; x < 2; ++x) {
-            const int o = swz<64>(kr0 + 16 * mt + 8 * x, qc0 + 8 * nb);
-            const std::uint32_t pw = Be::pack_bf16x2_rne(r.s[mt][nb][2 * x], r.s[mt][nb][2 * x + 1]);
-            const std::uint32_t dw = Be::pack_bf16x2_rne(r.dp[mt][nb][2 * x], r.dp[mt][nb][2 * x + 1]);
-            be.store2(pts + o, static_cast<std::uint16_t>(pw), static_cast<std::uint16_t>(pw >> 16));
-            be.store2(dsts + o, static_cast<std::uint16_t>(dw), static_cast<std::uint16_t>(dw >> 16));
-          }
+          for (int nb = 0; nb < NB; ++nb)
+            TIEBREAK_UNROLL
+            for (int x = 0; x < 2; ++x) {
+              const int o = swz<64>(kr0 + 16 * mt + 8 * x, qc0 + 8 * nb);
+              const std::uint32_t pw = Be::pack_bf16x2_rne(r.s[mt][nb][2 * x], r.s[mt][nb][2 * x + 1]);
+              const std::uint32_t dw = Be::pack_bf16x2_rne(r.dp[mt][nb][2 * x], r.dp[mt][nb][2 * x + 1]);
+              be.store2(pts + o, static_cast<std::uint16_t>(pw), static_cast<std::uint16_t>(pw >> 16));
+              be.store2(dsts + o, static_cast<std::uint16_t>(dw), static_cast<std::uint16_t>(dw >> 16));
+            }
+      }
     });
-    be.sync();  // every quarter of Pᵀ and dSᵀ is written
-    // dV += Pᵀ dO and dK += dSᵀ Q: the warp's keys 32 (w >> 1).. and head dims (D / 2)(w & 1)..; per
-    // 16-query chunk the A fragments of its two m-tiles once, the B fragments two head-dim blocks at
-    // a time (ldmatrix.x4.trans).
-    auto accumulate = [&](const std::uint16_t* at, const std::uint16_t* bt, auto acc) {
-      TIEBREAK_UNROLL
-      for (int pk = 0; pk < PK; ++pk) {
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          const int w = tid >> 5, lane = tid & 31;
-          TIEBREAK_UNROLL
-          for (int mt = 0; mt < MT; ++mt) be.template load_a<64>(r.pa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * pk, lane);
-        });
+    if constexpr (WG) {
+      // dV += Pᵀ dO and dK += dSᵀ Q over the tile's 16-query chunks in order.
+      be.template pv_tile<D, MT>(regs[0].dv, regs[0].pta, dob);
+      be.template pv_tile<D, MT>(regs[0].dk, regs[0].dsta, qb);
+    } else {
+      be.sync();  // every quarter of Pᵀ and dSᵀ is written
+      // dV += Pᵀ dO and dK += dSᵀ Q: the warp's keys 32 (w >> 1).. and head dims (D / 2)(w & 1)..; per
+      // 16-query chunk the A fragments of its two m-tiles once, the B fragments two head-dim blocks at
+      // a time (ldmatrix.x4.trans).
+      auto accumulate = [&](const std::uint16_t* at, const std::uint16_t* bt, auto acc) {
         TIEBREAK_UNROLL
-        for (int dn = 0; dn < DNW; dn += 2) {
+        for (int pk = 0; pk < PK; ++pk) {
           be.for_threads([&](int tid) {
             R& r = regs[be.slot(tid)];
             const int w = tid >> 5, lane = tid & 31;
-            be.template load_b2_kmajor<D>(r.bb[0], r.bb[1], bt, 16 * pk, (D / 2) * (w & 1) + 8 * dn, lane);
+            TIEBREAK_UNROLL
+            for (int mt = 0; mt < MT; ++mt) be.template load_a<64>(r.pa[mt], at, 32 * (w >> 1) + 16 * mt, 16 * pk, lane);
           });
           TIEBREAK_UNROLL
-          for (int mt = 0; mt < MT; ++mt)
+          for (int dn = 0; dn < DNW; dn += 2) {
+            be.for_threads([&](int tid) {
+              R& r = regs[be.slot(tid)];
+              const int w = tid >> 5, lane = tid & 31;
+              be.template load_b2_kmajor<D>(r.bb[0], r.bb[1], bt, 16 * pk, (D / 2) * (w & 1) + 8 * dn, lane);
+            });
             TIEBREAK_UNROLL
-            for (int j = 0; j < 2; ++j)
-              be.mma([&](int tid) {
-                R& r = regs[be.slot(tid)];
-                return mma_frags{r.pa[mt], r.bb[j], acc(r)[mt][dn + j]};
-              });
+            for (int mt = 0; mt < MT; ++mt)
+              TIEBREAK_UNROLL
+              for (int j = 0; j < 2; ++j)
+                be.mma([&](int tid) {
+                  R& r = regs[be.slot(tid)];
+                  return mma_frags{r.pa[mt], r.bb[j], acc(r)[mt][dn + j]};
+                });
+          }
         }
-      }
-    };
-    accumulate(pts, dob, [](R& r) -> float(&)[MT][DNW][4] { return r.dv; });
-    accumulate(dsts, qb, [](R& r) -> float(&)[MT][DNW][4] { return r.dk; });
+      };
+      accumulate(pts, dob, [](R& r) -> float(&)[MT][DNW][4] { return r.dv; });
+      accumulate(dsts, qb, [](R& r) -> float(&)[MT][DNW][4] { return r.dk; });
+    }
     h = nh;
     qt = nh < h_end ? nqt : n_qt;
   }
   be.template wait<0>();  // nothing left in flight when no query tile saw these keys
-  auto key_of = [&](int w, int g, int x) { return k0 + 32 * (w >> 1) + 16 * (x >> 1) + g + 8 * (x & 1); };
-  auto col_of = [](int w) { return (D / 2) * (w & 1); };
+  auto key_of = [&](int w, int g, int x) {
+    return k0 + (WG ? 16 * w : 32 * (w >> 1)) + 16 * (x >> 1) + g + 8 * (x & 1);
+  };
+  auto col_of = [](int w) { return WG ? 0 : (D / 2) * (w & 1); };
   bwd_store<false, MT, DNW, Be>(be, regs, [](R& r, int mt) -> float(&)[DNW][4] { return r.dv[mt]; }, a.t.dv,
                                 [&](int key) { return sh.v_offset(b, kvh, key); }, key_of, col_of, seq_k, c);
   bwd_store<true, MT, DNW, Be>(be, regs, [](R& r, int mt) -> float(&)[DNW][4] { return r.dk[mt]; }, a.t.dk,
@@ -1683,8 +1732,13 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     load_rows<Be, D, dq_keys>(be, vs + buf * KT, a.t.v + sh.v_offset(b, kvh, 0), kt * dq_keys, seq_k);
   };
 
-  load_rows<Be, D, dq_rows>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
-  load_rows<Be, D, dq_rows>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  if constexpr (warpgroup_mma_v<Be>) {  // rows in the order of the warpgroup products (wgmma_q_slot)
+    be.template load_q_tile<dq_rows, D, MT>(qs, a.t.q + sh.q_offset(b, h, q0), seq_q - q0);
+    be.template load_q_tile<dq_rows, D, MT>(dos, a.t.dout + sh.o_offset(b, h, q0), seq_q - q0);
+  } else {
+    load_rows<Be, D, dq_rows>(be, qs, a.t.q + sh.q_offset(b, h, 0), q0, seq_q);
+    load_rows<Be, D, dq_rows>(be, dos, a.t.dout + sh.o_offset(b, h, 0), q0, seq_q);
+  }
   static_assert(dq_rows == bwd_threads, "load_floats: one row per thread");
   be.template load_floats<dq_rows>(lse2s, a.t.lse + sh.q_row(b, h, q0), seq_q - q0);
   be.template load_floats<dq_rows>(deltas, a.t.delta + sh.q_row(b, h, q0), seq_q - q0);
@@ -1720,8 +1774,20 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
     // S = Q Kᵀ, then dP = dO Vᵀ.
     auto row = [](int w, int mt) { return 16 * (MT * w + mt); };
     auto key_row = [](int) { return 0; };
-    warp_products<MT, NB, Be, D>(be, regs, qs, row, kb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
-    warp_products<MT, NB, Be, D>(be, regs, dos, row, vb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    if constexpr (warpgroup_mma_v<Be>) {
+      static_assert(Be::slots == 1, "a warpgroup backend runs on the device, a thread per slot");
+      TIEBREAK_UNROLL
+      for (int mt = 0; mt < MT; ++mt)
+        TIEBREAK_UNROLL
+        for (int nb = 0; nb < NB; ++nb)
+          TIEBREAK_UNROLL
+          for (int j = 0; j < 4; ++j) regs[0].s[mt][nb][j] = regs[0].dp[mt][nb][j] = 0.0f;
+      be.template qk_tile<D, MT, true>(regs[0].s, nullptr, qs, kb);
+      be.template qk_tile<D, MT, true>(regs[0].dp, nullptr, dos, vb);
+    } else {
+      warp_products<MT, NB, Be, D>(be, regs, qs, row, kb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
+      warp_products<MT, NB, Be, D>(be, regs, dos, row, vb, key_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
+    }
     // P and dS. A row of a tile that every row sees, whose x all lie in [-126, 128) (x_in_range over
     // the thread's scores of the row: most rows), takes exp2_sw_in_range: the same bits.
     be.for_threads([&](int tid) {
@@ -1769,23 +1835,28 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dq_block(Be& be, const flash_args& a
       TIEBREAK_UNROLL
       for (int mt = 0; mt < MT; ++mt) c_to_a_bf16<Be, NB>(r.pa[mt], r.dp[mt]);
     });
-    // dQ += dS K: per 16-key chunk and pair of head-dim blocks one ldmatrix.x4.trans, for both m-tiles.
-    TIEBREAK_UNROLL
-    for (int pk = 0; pk < PK; ++pk) {
+    // dQ += dS K: per 16-key chunk and pair of head-dim blocks one ldmatrix.x4.trans, for both m-tiles
+    // (a warpgroup backend: dS from registers, K as the transposed operand).
+    if constexpr (warpgroup_mma_v<Be>) {
+      be.template pv_tile<D, MT>(regs[0].dq, regs[0].pa, kb);
+    } else {
       TIEBREAK_UNROLL
-      for (int dn = 0; dn < DN; dn += 2) {
-        be.for_threads([&](int tid) {
-          R& r = regs[be.slot(tid)];
-          be.template load_b2_kmajor<D>(r.bb[0], r.bb[1], kb, 16 * pk, 8 * dn, tid & 31);
-        });
+      for (int pk = 0; pk < PK; ++pk) {
         TIEBREAK_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
+        for (int dn = 0; dn < DN; dn += 2) {
+          be.for_threads([&](int tid) {
+            R& r = regs[be.slot(tid)];
+            be.template load_b2_kmajor<D>(r.bb[0], r.bb[1], kb, 16 * pk, 8 * dn, tid & 31);
+          });
           TIEBREAK_UNROLL
-          for (int j = 0; j < 2; ++j)
-            be.mma([&](int tid) {
-              R& r = regs[be.slot(tid)];
-              return mma_frags{r.pa[mt][pk], r.bb[j], r.dq[mt][dn + j]};
-            });
+          for (int mt = 0; mt < MT; ++mt)
+            TIEBREAK_UNROLL
+            for (int j = 0; j < 2; ++j)
+              be.mma([&](int tid) {
+                R& r = regs[be.slot(tid)];
+                return mma_frags{r.pa[mt][pk], r.bb[j], r.dq[mt][dn + j]};
+              });
+        }
       }
     }
   }

@@ -8,7 +8,7 @@
   tables TFLOP/s per value with the fastest marked, and on the device ($OUT) packs all but the table;
 - tools/device-quick.sh with TIEBREAK_QUICK_BIN skips the build, and runs one source-counter profile per
   (binary, argument set) with TIEBREAK_QUICK_NCU_SOURCE_ARGS split at ';' and the base's included;
-- tools/wgmma-check.sh runs the tests and memcheck on WG_BIN's programs, then tables each case's better
+- tools/wgmma-check.sh runs the tests and memcheck (or racecheck: WG_RACECHECK) on WG_BIN's programs, then tables each case's better
   median of two rounds for WG_BIN and WG_BASE with their ratio.
     device_tools_test.py REPO_ROOT      exit 0: passed; 1: failed"""
 import json
@@ -115,7 +115,8 @@ def env_sweep(root, d, fails):
 def device_quick(root, d, fails):
     bins = os.path.join(d, "dq-bin")
     for name, text in (("ncu", 'echo ncu "$@"'), ("nvidia-smi", "echo NVIDIA H100 80GB HBM3, 1980 MHz"),
-                       ("compute-sanitizer", 'echo "========= ERROR SUMMARY: 0 errors"')):
+                       ("compute-sanitizer", 'if [ "$2" = racecheck ]; then echo "========= RACECHECK SUMMARY: 0 hazards displayed"; '
+                                             'else echo "========= ERROR SUMMARY: 0 errors"; fi')):
         write(os.path.join(bins, name), "#!/bin/sh\n%s\n" % text, 0o755)
     qb = os.path.join(d, "qb")
     write(os.path.join(qb, "flash_gpu_test"), "#!/bin/sh\necho '[  PASSED  ] 5 tests.'\n", 0o755)
@@ -151,7 +152,8 @@ def device_quick(root, d, fails):
 def wgmma_check(root, d, fails):
     bins = os.path.join(d, "wg-path")
     for name, text in (("nvidia-smi", "echo NVIDIA H100 80GB HBM3, 1980 MHz"),
-                       ("compute-sanitizer", 'echo "========= ERROR SUMMARY: 0 errors"')):
+                       ("compute-sanitizer", 'if [ "$2" = racecheck ]; then echo "========= RACECHECK SUMMARY: 0 hazards displayed"; '
+                                             'else echo "========= ERROR SUMMARY: 0 errors"; fi')):
         write(os.path.join(bins, name), "#!/bin/sh\n%s\n" % text, 0o755)
     wb = os.path.join(d, "wg-bin")
     write(os.path.join(wb, "flash_gpu_test"), "#!/bin/sh\necho \"filter $1\"\necho '[  PASSED  ] 3 tests.'\n", 0o755)
@@ -177,6 +179,13 @@ def wgmma_check(root, d, fails):
     # Rounds: this tree 210 then 220, the base 110 then 120: the better of each, 220 / 120.
     if "fwd 64 1024 False False | 220.0 | 120.0 | 1.833" not in p.stdout:
         fails.append("wgmma-check: the row is not the better of two rounds for each:\n" + p.stdout)
+    if "racecheck" in p.stdout:
+        fails.append("wgmma-check: racecheck ran without WG_RACECHECK=1:\n" + p.stdout)
+    env.update(WG_RACECHECK="1", WG_MEMCHECK="0")
+    p = subprocess.run(["bash", os.path.join(root, "tools", "wgmma-check.sh")], capture_output=True, text=True,
+                       env=env, cwd=root)
+    if "racecheck exit 0: ========= RACECHECK SUMMARY: 0 hazards" not in p.stdout or "memcheck" in p.stdout:
+        fails.append("wgmma-check: WG_RACECHECK=1 WG_MEMCHECK=0 is not racecheck alone:\n" + p.stdout)
 
 
 def main(root):
