@@ -3,7 +3,7 @@
 """Summarises Nsight Compute's source page (`ncu -i R --page source --print-source sass --csv`) of
 the attention kernels: per kernel, the warp-stall samples and executed warp instructions of the code
 before the tile loop, the loop and the code after it (the loop: the last backward branch whose body
-holds tensor-core instructions, HMMA), the loop's and the epilogue's top opcodes and stall reasons,
+holds tensor-core instructions, HMMA or wgmma's HGMMA), the loop's and the epilogue's top opcodes and stall reasons,
 and the instructions with the most samples. The page is megabytes per kernel; this is what
 `tools/device-check.sh attn-ncu` keeps of it (TIEBREAK_NCU_SOURCE=1).
 
@@ -48,6 +48,11 @@ def opcode(text):
     return w.split(".")[0]
 
 
+def tensor_core(text):
+    """A tensor-core instruction: mma.sync's HMMA or wgmma's HGMMA (sm_90a)."""
+    return "HMMA" in text or "HGMMA" in text
+
+
 def summarise(t, top):
     h = t["header"]
     ia, isrc = h.index("Address"), h.index("Source")
@@ -72,7 +77,7 @@ def summarise(t, top):
         if not m:
             continue
         target = int(m.group(1), 16) - base
-        if target < x["addr"] and any("HMMA" in y["text"] for y in ins if target <= y["addr"] <= x["addr"]):
+        if target < x["addr"] and any(tensor_core(y["text"]) for y in ins if target <= y["addr"] <= x["addr"]):
             loop = (target, x["addr"])
     print(f"## {t['name']}")
     print(f"{len(ins)} SASS instructions" + (f"; tile loop {loop[0]:#x}-{loop[1]:#x}" if loop else "; no tile loop found"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """tools/ncu-source-summary.py on a small source page written here: the tile loop is found (the
-last backward branch whose body holds an HMMA), samples and executions are split before / inside /
+last backward branch whose body holds an HMMA or HGMMA), samples and executions are split before / inside /
 after it, a kernel's repeated tables count once, and a file without tables is an error (exit 1).
 
   ncu_summary_test.py REPO_ROOT
@@ -57,6 +57,16 @@ def main():
         bad = [e for e in expect if e not in text]
         if out.returncode != 0 or bad or text.count("## kernel_a") != 1:
             print(text, out.stderr, "missing:", bad, sep="\n")
+            return 1
+        # wgmma's HGMMA marks the loop as HMMA does (the sm_90a kernels have no HMMA).
+        wg = [(o, t.replace("HMMA.16816.F32.BF16 R4, R8, R12, R4", "HGMMA.64x64x16.F32.BF16 R24, gdesc[UR4], R24, gsb0"),
+               *rest) for o, t, *rest in rows]
+        path_wg = os.path.join(d, "source-wg.csv")
+        with open(path_wg, "w", newline="") as f:
+            table(csv.writer(f, quoting=csv.QUOTE_ALL), "kernel_wg(int)", base, wg)
+        out = subprocess.run([sys.executable, tool, path_wg], capture_output=True, text=True)
+        if out.returncode != 0 or "9 SASS instructions; tile loop 0x20-0x60" not in out.stdout:
+            print("the HGMMA loop was not found:", out.stdout, out.stderr)
             return 1
         empty = os.path.join(d, "empty.csv")
         open(empty, "w").close()
