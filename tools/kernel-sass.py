@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Static profile of one attention kernel, without a GPU (issue 18: "profile before changing").
 
-Compiles one instantiation of the forward kernel (attn::flash_forward_block with the device backend)
+Compiles one instantiation of the forward kernel (attn::flash_forward_block with the backend the tree's
+sm_90a image runs: the warpgroup backend, wgmma, where its launcher has one; --backend mma or wgmma to choose)
 or of a gradient kernel (flash_dkdv_block, flash_dq_block; a tree with the dQ chain of fa4b4a7, reverted,
 has no flash_dq_block and passes its dK/dV block a chain) for sm_90a with the library's flags
 (--fmad=false, no fast math), then prints what ptxas reports (registers, spills, stack) and, where
 cuobjdump exists, the machine code: SASS instructions in all and in the tile loop (the largest
-backward branch whose body holds tensor-core instructions, HMMA), the loop's tensor-core, ldmatrix,
+backward branch whose body holds tensor-core instructions, HMMA or HGMMA), the loop's tensor-core, ldmatrix,
 MUFU, local-memory and barrier counts, and with --opcodes the loop's opcode histogram. With --tree
 twice, the two source trees side by side (e.g. a branch against tools/ab-base.sh's export of main),
 opcode differences included.
@@ -36,11 +37,11 @@ KERNEL_SRC = r"""
 #include "tiebreak/attn/flash.hpp"
 #include "flash_device.cuh"  // cuda/attention, on the include path
 using namespace tiebreak;
-using be_t = gpu::detail::device_backend<%(threads)s>;
+using be_t = gpu::detail::%(backend)s<%(threads)s>;
 __global__ void __launch_bounds__(%(threads)s%(min_blocks)s)
     probe_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};
+  %(smem)s
   const int blk = static_cast<int>(blockIdx.x), bh = static_cast<int>(blockIdx.y);
   const int heads = static_cast<int>(a.prob.shape.heads);
   %(body)s
@@ -69,8 +70,31 @@ def find_tool(name, env, nvcc):
     return q if os.path.exists(q) else None
 
 
+# The wgmma backend's tiles start on a 1024-byte boundary (the launchers give 1 KB more); the device
+# backend takes the block's shared memory as it comes.
+SMEM = {
+    "device_backend": "be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};",
+    "wgmma_backend": "const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & 1023u;\n"
+                     "  be_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((1024u - misalign) & 1023u))}};",
+}
+
+
+def backend_of(tree, kernel, choice):
+    """The backend the tree's sm_90a image gives the kernel (auto), or the one asked for."""
+    if choice != "auto":
+        return {"mma": "device_backend", "wgmma": "wgmma_backend"}[choice]
+    src = "flash_forward.cu" if kernel == "fwd" else "flash_backward.cu"
+    try:
+        with open(os.path.join(tree, "cuda", "attention", src)) as f:
+            launcher = f.read()
+    except OSError:
+        launcher = ""
+    return "wgmma_backend" if "wgmma_backend" in launcher else "device_backend"
+
+
 def compile_kernel(tree, args, nvcc, work):
     threads = "attn::fwd_threads" if args.kernel == "fwd" else "attn::bwd_threads"
+    backend = backend_of(tree, args.kernel, getattr(args, "backend", "auto"))
     with open(os.path.join(tree, "include", "tiebreak", "attn", "flash.hpp")) as f:
         header = f.read()  # what the tree has decides the wrapper's bound and the body's arguments
     if args.min_blocks is not None:
@@ -96,7 +120,7 @@ def compile_kernel(tree, args, nvcc, work):
                                       chain=chain)
     src = os.path.join(work, "k.cu")
     with open(src, "w") as f:
-        f.write(KERNEL_SRC % dict(threads=threads, min_blocks=mb, body=body))
+        f.write(KERNEL_SRC % dict(threads=threads, min_blocks=mb, body=body, backend=backend, smem=SMEM[backend]))
     cubin = os.path.join(work, "k.cubin")
     cmd = [nvcc, "-I" + os.path.join(tree, "include"), "-I" + os.path.join(tree, "cuda", "include"),
            "-I" + os.path.join(tree, "cuda", "attention"),
@@ -105,7 +129,7 @@ def compile_kernel(tree, args, nvcc, work):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("kernel-sass: nvcc failed for %s:\n%s" % (tree, r.stderr[-4000:]))
-    info = {}
+    info = {"backend": backend.replace("_backend", "")}
     lines = r.stderr.splitlines()
     for i, l in enumerate(lines):
         if "Compiling entry function" in l and "probe_kernel" in l:
@@ -135,8 +159,11 @@ def opcode(text):
     return t[0].split(".")[0] if t else ""
 
 
+TENSOR_CORE = ("HMMA", "HGMMA")  # mma.sync's, wgmma's
+
+
 def tile_loop(ins):
-    """The largest backward branch whose body holds HMMA: the tile loop."""
+    """The largest backward branch whose body holds HMMA or HGMMA: the tile loop."""
     at = {a: i for i, (a, _) in enumerate(ins)}
     best = None
     for i, (a, t) in enumerate(ins):
@@ -146,7 +173,7 @@ def tile_loop(ins):
         if not m:
             continue
         tgt = int(m.group(1), 16)
-        if tgt < a and tgt in at and any(opcode(x) == "HMMA" for _, x in ins[at[tgt]:i + 1]):
+        if tgt < a and tgt in at and any(opcode(x) in TENSOR_CORE for _, x in ins[at[tgt]:i + 1]):
             if best is None or i + 1 - at[tgt] > best[1] - best[0]:
                 best = (at[tgt], i + 1)
     return ins[best[0]:best[1]] if best else []
@@ -157,7 +184,7 @@ def summary(ins):
     c = collections.Counter(opcode(t) for _, t in loop)
     everywhere = collections.Counter(opcode(t) for _, t in ins)
     return {
-        "sass": len(ins), "loop": len(loop), "HMMA": c["HMMA"], "LDSM": c["LDSM"], "MUFU": c["MUFU"],
+        "sass": len(ins), "loop": len(loop), "HMMA": c["HMMA"], "HGMMA": c["HGMMA"], "LDSM": c["LDSM"], "MUFU": c["MUFU"],
         "BAR": c["BAR"], "STL loop": c["STL"], "LDL loop": c["LDL"],
         "STL other": everywhere["STL"] - c["STL"], "LDL other": everywhere["LDL"] - c["LDL"],
     }, c
@@ -174,43 +201,74 @@ FAKE_SASS = """
         /*0070*/              @!P1 BRA 0x60 ;
         /*0080*/                   EXIT ;
 """
+# wgmma's loop: HGMMA and its waits, no HMMA.
+FAKE_SASS_WG = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   WARPGROUP.ARRIVE ;
+        /*0020*/                   HGMMA.64x64x16.F32.BF16 R24, gdesc[UR4], R24 ;
+        /*0030*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0040*/               @P0 BRA 0x10 ;
+        /*0050*/                   EXIT ;
+"""
 
 
-def self_test(nvcc, cuobjdump):
+def parse(listing):
     ins = []
-    for l in FAKE_SASS.splitlines():
+    for l in listing.splitlines():
         m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", l)
         if m:
             ins.append((int(m.group(1), 16), m.group(2)))
-    s, _ = summary(ins)
+    return ins
+
+
+def self_test(nvcc, cuobjdump):
+    s, _ = summary(parse(FAKE_SASS))
     # The loop is 0x20..0x40 (its body holds HMMA); 0x60..0x70 is a loop without one.
     want = {"sass": 9, "loop": 3, "HMMA": 1, "LDSM": 1, "STL loop": 0, "STL other": 1}
     bad = {k: (s[k], v) for k, v in want.items() if s[k] != v}
     if bad:
         sys.exit("kernel-sass: self-test: the made-up listing gave %s (got, want)" % bad)
+    s, _ = summary(parse(FAKE_SASS_WG))
+    if (s["loop"], s["HGMMA"], s["HMMA"]) != (4, 1, 0):
+        sys.exit("kernel-sass: self-test: the made-up wgmma listing gave %s" % s)
 
-    class A:  # the forward kernel's defaults
-        kernel, dim, mode, probe, exp, scaling, min_blocks = "fwd", 128, "bf16", False, "sfu", "unfused", None
-    work = tempfile.mkdtemp(prefix="kernel-sass-")
-    try:
-        cubin, info = compile_kernel(ROOT, A, nvcc, work)
-        if not 0 < info.get("registers", 0) <= 255 or "spill_stores" not in info:
-            sys.exit("kernel-sass: self-test: ptxas's figures not found: %s" % info)
-        msg = "registers %d, spills %d bytes" % (info["registers"], info["spill_stores"])
-        if cuobjdump:
-            ins = sass_of(cubin, cuobjdump)
-            s, _ = summary(ins)
-            every = sum(1 for _, t in ins if opcode(t) == "HMMA")
-            # Every mma of the forward lies in its tile loop: 2 (D / 16) (64 / 8) per m-tile of a warp.
-            if s["loop"] == 0 or s["HMMA"] != every or s["HMMA"] % (2 * (128 // 16) * 8) != 0 or s["LDSM"] == 0:
-                sys.exit("kernel-sass: self-test: the forward's tile loop not found as expected: %s (HMMA in all %d)"
-                         % (s, every))
-            msg += ", tile loop %d SASS with all %d HMMA" % (s["loop"], every)
-        else:
-            msg += " (no cuobjdump: the SASS part is not checked)"
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    print("kernel-sass: self-test passed: the made-up listing's loop found; the forward kernel: " + msg)
+    msgs = []
+    for backend in ("mma", "auto"):  # mma.sync; and what the sm_90a image runs (wgmma)
+        class A:  # the forward kernel's defaults
+            kernel, dim, mode, probe, exp, scaling, min_blocks = "fwd", 128, "bf16", False, "sfu", "unfused", None
+        A.backend = backend
+        work = tempfile.mkdtemp(prefix="kernel-sass-")
+        try:
+            cubin, info = compile_kernel(ROOT, A, nvcc, work)
+            if not 0 < info.get("registers", 0) <= 255 or "spill_stores" not in info:
+                sys.exit("kernel-sass: self-test: ptxas's figures not found: %s" % info)
+            want_be = "device" if backend == "mma" else "wgmma"
+            if info["backend"] != want_be:
+                sys.exit("kernel-sass: self-test: --backend %s compiled the %s backend" % (backend, info["backend"]))
+            msg = "%s: registers %d, spills %d bytes" % (info["backend"], info["registers"], info["spill_stores"])
+            if cuobjdump:
+                ins = sass_of(cubin, cuobjdump)
+                s, _ = summary(ins)
+                if backend == "mma":
+                    every = sum(1 for _, t in ins if opcode(t) == "HMMA")
+                    # Every mma of the forward lies in its tile loop: 2 (D / 16) (64 / 8) per m-tile of a warp.
+                    ok = s["loop"] and s["HMMA"] == every and s["HMMA"] % (2 * (128 // 16) * 8) == 0 and s["LDSM"]
+                    tc = "HMMA"
+                else:
+                    every = sum(1 for _, t in ins if opcode(t) == "HGMMA")
+                    # Per m-tile of the warpgroup: D / 16 products for S, 64 / 16 for O, none of mma.sync.
+                    ok = s["loop"] and s["HGMMA"] == every and s["HGMMA"] % (128 // 16 + 64 // 16) == 0 and not s["HMMA"]
+                    tc = "HGMMA"
+                if not ok:
+                    sys.exit("kernel-sass: self-test: the forward's tile loop not found as expected: %s (%s in all %d)"
+                             % (s, tc, every))
+                msg += ", tile loop %d SASS with all %d %s" % (s["loop"], every, tc)
+            else:
+                msg += " (no cuobjdump: the SASS part is not checked)"
+            msgs.append(msg)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print("kernel-sass: self-test passed: the made-up listings' loops found; the forward kernel: " + "; ".join(msgs))
 
 
 def main():
@@ -222,6 +280,8 @@ def main():
     ap.add_argument("--exp", choices=["software", "sfu"], default="sfu")
     ap.add_argument("--scaling", choices=["unfused", "fused"], default="unfused")
     ap.add_argument("--min-blocks", type=int, help="__launch_bounds__ minimum (default: the kernel's own)")
+    ap.add_argument("--backend", choices=["auto", "mma", "wgmma"], default="auto",
+                    help="auto: the one the tree's sm_90a image runs (wgmma where its launcher has wgmma_backend)")
     ap.add_argument("--tree", action="append", help="source tree (default: this one); twice to compare")
     ap.add_argument("--opcodes", action="store_true", help="the tile loop's opcode histogram")
     ap.add_argument("--self-test", action="store_true", help="check the tool (ctest kernel_sass)")
@@ -249,9 +309,9 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         rows.append((tree, {**info, **s}))
         hists.append(h)
-    keys = ["registers", "spill_stores", "spill_loads", "stack"]
+    keys = ["backend", "registers", "spill_stores", "spill_loads", "stack"]
     if cuobjdump:
-        keys += ["sass", "loop", "HMMA", "LDSM", "MUFU", "BAR", "STL loop", "LDL loop", "STL other", "LDL other"]
+        keys += ["sass", "loop", "HMMA", "HGMMA", "LDSM", "MUFU", "BAR", "STL loop", "LDL loop", "STL other", "LDL other"]
     else:
         print("kernel-sass: no cuobjdump (set $CUOBJDUMP): ptxas's figures only")
     w = max(len(k) for k in keys)
