@@ -1562,9 +1562,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_dkdv_block(Be& be, const flash_args&
       warp_products<MT, NB, Be, D>(be, regs, ks, key_row, qb, query_row, [](R& r) -> float(&)[MT][NB][4] { return r.s; });
       warp_products<MT, NB, Be, D>(be, regs, vs, key_row, dob, query_row, [](R& r) -> float(&)[MT][NB][4] { return r.dp; });
     }
-    // Pᵀ and dSᵀ (row = key, column = query), rounded to bf16 into their shared tiles. On a tile that
-    // every row sees, where the thread's x all lie in [-126, 128) (x_in_range over its 32 scores and
-    // its 8 columns' lse2: most tiles), P is exp2_sw_in_range: the same bits.
+    // Pᵀ and dSᵀ (row = key, column = query), rounded to bf16 into their shared tiles (a warpgroup
+    // backend: into registers, the A fragments of dV's and dK's products). On a tile that every row
+    // sees, where the thread's x all lie in [-126, 128) (x_in_range over its scores and its columns'
+    // lse2: most tiles), P is exp2_sw_in_range: the same bits.
     be.for_threads([&](int tid) {
       R& r = regs[be.slot(tid)];
       const int lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
