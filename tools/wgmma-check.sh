@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Device check of the wgmma forward (branch wgmma-core): prebuilt sm_90a binaries in WG_BIN
+# Device check of the wgmma kernels (forward, dQ, dK/dV): prebuilt sm_90a binaries in WG_BIN
 # (flash_gpu_test, attention_bench) and main's attention_bench in WG_BASE, carried. Runs the forward's
 # bit-identity tests (WG_FILTER), memcheck (WG_MEMCHECK=0: none) and with WG_RACECHECK=1 racecheck on the
 # forward test (WG_SAN_FILTER; WG_SAN_S seconds each, default 90), then times bf16 fused sfu

@@ -37,8 +37,8 @@ __global__ void __launch_bounds__(attn::bwd_threads, KV ? attn::bwd_kv_min_block
   const int bh = static_cast<int>(blockIdx.y), x = static_cast<int>(blockIdx.x);
   const int blk = !KV && a.prob.causal() ? static_cast<int>(gridDim.x) - 1 - x : x;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // sm_90a: the products by wgmma (as the forward's), on 1024-byte-aligned tiles (dQ's launch gives 1 KB
-  // more; dK/dV's has room: bwd_wg_smem_bytes).
+  // sm_90a: the products by wgmma (as the forward's), on 1024-byte-aligned tiles (dQ's launch gives
+  // attn::warpgroup_tile_align more; dK/dV's has room: bwd_wg_smem_bytes).
   using kb_t = detail::wgmma_backend<attn::bwd_threads>;
   const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & 1023u;
   kb_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((1024u - misalign) & 1023u))}};
@@ -78,7 +78,7 @@ void gradients(const attn::flash_args& a, cudaStream_t st) {
     check(cudaGetLastError(), what);
   };
   run(flash_gradient_kernel<D, Sc, E, true>, s.seq_k, s.kv_heads, attn::bwd_rows, attn::bwd_smem_bytes<D>, "launch dK/dV");
-  run(flash_gradient_kernel<D, Sc, E, false>, s.seq_q, s.heads, attn::dq_rows, attn::dq_smem_bytes<D> + 1024, "launch dQ");
+  run(flash_gradient_kernel<D, Sc, E, false>, s.seq_q, s.heads, attn::dq_rows, attn::dq_smem_bytes<D> + attn::warpgroup_tile_align, "launch dQ");
 }
 
 template <int D>
@@ -94,7 +94,7 @@ gradient_occupancy occupancy() {
   constexpr auto Sc = attn::score_scaling::unfused;
   constexpr auto E = attn::exp2_policy::sfu;
   r.dkdv = blocks(flash_gradient_kernel<D, Sc, E, true>, attn::bwd_smem_bytes<D>);
-  r.dq = blocks(flash_gradient_kernel<D, Sc, E, false>, attn::dq_smem_bytes<D> + 1024);
+  r.dq = blocks(flash_gradient_kernel<D, Sc, E, false>, attn::dq_smem_bytes<D> + attn::warpgroup_tile_align);
   return r;
 }
 

@@ -183,8 +183,9 @@ struct device_backend {
   }
 };
 
-/// The forward's backend on sm_90a: device_backend with Hopper's warpgroup products (attn/flash.hpp,
-/// Be::warpgroup_mma). The block's 128 threads are one warpgroup; S = Q Kᵀ and O += P V are issued as
+/// The attention kernels' backend on sm_90a (the forward, dQ and dK/dV): device_backend with Hopper's
+/// warpgroup products (attn/flash.hpp, Be::warpgroup_mma). The block's 128 threads are one warpgroup;
+/// the forward's S = Q Kᵀ and O += P V (the gradient kernels' products likewise) are issued as
 /// `wgmma.mma_async` m64nNk16 steps, one per m-tile and 16-wide chunk, in the fragment loops' order,
 /// and waited for before the softmax reads them: per output element the same chain of k16 steps,
 /// and the k16 step of sm_90's wgmma has the model of mma.sync's (emu/mma.hpp, both validated on the
@@ -199,7 +200,8 @@ struct device_backend {
 /// 16 w + i). Shared-memory descriptors: K-major operands (Q, K) have SBO = 1024 (eight rows) and
 /// start 32 bytes further per 16-wide chunk (the next 64-wide block every four chunks); V is an
 /// MN-major operand (the transpose flag) with SBO = 1024 and LBO the stride between its 64-wide blocks.
-/// Only compiled where wgmma exists (sm_90a); flash_forward.cu takes device_backend elsewhere.
+/// Only compiled where wgmma exists (sm_90a); the launchers take device_backend elsewhere. They place it
+/// on the block's shared memory rounded up to attn::warpgroup_tile_align (launched that much larger).
 template <int T>
 struct wgmma_backend : device_backend<T> {
   static_assert(T == 128, "one warpgroup per block");

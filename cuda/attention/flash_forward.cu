@@ -21,7 +21,8 @@ __global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks<Probe:
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // sm_90a: the products by wgmma, on tiles that start on 1024-byte boundaries (the launch gives
-  // 1 KB more than the tiles need).
+  // attn::warpgroup_tile_align = 1 KB more than the tiles need; written out here: through a helper
+  // function the tile addresses compiled to other machine code, cuobjdump -sass).
   using be_t = detail::wgmma_backend<attn::fwd_threads>;
   const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & 1023u;
   be_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((1024u - misalign) & 1023u))}};
@@ -44,7 +45,7 @@ void launch(const attn::flash_args& a, cudaStream_t stream) {
   constexpr int rows = attn::fwd_rows<Probe::enabled>;
   const int n_qt = static_cast<int>((s.seq_q + rows - 1) / rows);
   const std::size_t bh = s.batch * s.heads;
-  constexpr std::size_t smem = attn::fwd_smem_bytes<D, Probe::enabled> + 1024;  // + the sm_90a kernel's alignment
+  constexpr std::size_t smem = attn::fwd_smem_bytes<D, Probe::enabled> + attn::warpgroup_tile_align;  // the sm_90a kernel's
   auto* kernel = flash_forward_kernel<D, M, Sc, Probe, E>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
         "cudaFuncSetAttribute");

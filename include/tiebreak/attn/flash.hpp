@@ -37,8 +37,9 @@
 ///                         16-wide chunks of the head dim in order (Q from `qs` when QS, else the
 ///                         registers qa[kc]), and be.pv_tile<D, MT>(o, p, v_tile): O[mt] += P[mt] V,
 ///                         chained over the 16-key chunks in order. The dQ kernel uses the same three
-///                         for its staged Q and dO, S and dP (QS), and dQ += dS K. Per output element these are the
-///                         same chains of m16n8k16 steps as the fragment loops, and sm_90's wgmma k16
+///                         for its staged Q and dO, S and dP (QS), and dQ += dS K; the dK/dV kernel
+///                         qk_tile for Sᵀ and dPᵀ (K and V in the place of `qs`) and pv_tile for
+///                         dV += Pᵀ dO and dK += dSᵀ Q. Per output element these are the same chains of m16n8k16 steps as the fragment loops, and sm_90's wgmma k16
 ///                         step has the model of mma.sync's (emu/mma.hpp): the same bits. The tiles'
 ///                         shared-memory layout is then the backend's own (it alone reads them).
 ///   be.load_a<C>(frag, tile, ...)   an A fragment from a swizzled tile, with the semantics of the
@@ -646,6 +647,10 @@ inline constexpr bool warpgroup_mma_v = requires { requires Be::warpgroup_mma; }
 /// Layouts of a warpgroup backend's tiles (cuda/attention/flash_device.cuh, wgmma_backend), here so that
 /// the host tests pin them (tests/host/attn/wgmma_layout_test.cpp).
 ///
+/// The alignment of a warpgroup backend's tiles (the 128-byte swizzle reads address bits 7-9): a
+/// launch gives a kernel that runs one this many bytes of shared memory beyond its tiles' sum.
+inline constexpr std::size_t warpgroup_tile_align = 1024;
+///
 /// The byte offset of 16-byte chunk c of the row in slot sr of a tile of R rows, 128-byte swizzle
 /// (wgmma's): the tile is C / 64 blocks of [R][64] bf16, and the chunk sits at c mod 8 xor (sr mod 8)
 /// of its row's 128 bytes, which is what the hardware's swizzle of address bits 4-6 by bits 7-9 reads
@@ -1249,7 +1254,8 @@ inline constexpr std::size_t bwd_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 
 /// bwd_smem_bytes, which leaves room for the 1024-byte alignment of its swizzled tiles.
 template <int D>
 inline constexpr std::size_t bwd_wg_smem_bytes = std::size_t{6} * 64 * D * 2 + 4 * 64 * 4;
-static_assert(bwd_wg_smem_bytes<64> + 1024 <= bwd_smem_bytes<64> && bwd_wg_smem_bytes<128> + 1024 <= bwd_smem_bytes<128>);
+static_assert(bwd_wg_smem_bytes<64> + warpgroup_tile_align <= bwd_smem_bytes<64> &&
+              bwd_wg_smem_bytes<128> + warpgroup_tile_align <= bwd_smem_bytes<128>);
 
 /// Blocks of the dK/dV kernel resident per SM, its `__launch_bounds__` minimum (H100/H200: 64 K
 /// registers and 228 KiB of shared memory per SM). D = 64 with the SFU's exponential: 3, so 168
