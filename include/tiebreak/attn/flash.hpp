@@ -273,9 +273,10 @@ inline constexpr float log2e_f32 = 0x1.715476p+0f;  ///< log2 e rounded to f32
 /// the probe, two m-tiles per warp (32 rows, FlashAttention-2's 128 x 64 block of 4 warps): each K
 /// and V fragment a warp reads from shared memory feeds two tensor-core instructions, half the
 /// shared-memory reads per FLOP of one m-tile per warp, and Q is staged in shared memory
-/// (docs/attention-bench.md, "Two m-tiles per warp"). With the probe, one m-tile per warp (64-row blocks) and Q's
-/// fragments in registers (no Q tile: 3 blocks per SM): its counting and its epilogue per row cost
-/// more registers and spills than a second m-tile saves (measured on the H100).
+/// (docs/attention-bench.md, "Two m-tiles per warp"). With the probe, one m-tile per warp (64-row blocks;
+/// at D = 128 Q's fragments in registers, no Q tile: 3 blocks per SM; fwd_q_staged): its counting and
+/// its epilogue per row cost more registers and spills than a second m-tile saves (measured on the
+/// H100 with mma.sync and with wgmma, docs/attention-bench.md, "Three forms timed and not kept").
 inline constexpr int fwd_warps = 4;
 template <bool Probed>
 inline constexpr int fwd_mtiles = Probed ? 1 : 2;
@@ -293,10 +294,12 @@ inline constexpr int fwd_keys = 64;
 /// "A block more per SM at D = 64"). The software exponential keeps the bounds above.
 template <bool Probed, int D, exp2_policy E>
 inline constexpr int fwd_min_blocks = (Probed ? 3 : 2) + (D == 64 && E == exp2_policy::sfu ? 1 : 0);
-/// Whether the forward block stages Q in shared memory (two m-tiles per warp) or keeps all of its
-/// warp's Q fragments in registers (one m-tile).
-template <bool Probed>
-inline constexpr bool fwd_q_staged = fwd_mtiles<Probed> > 1;
+/// Whether the forward block stages Q in shared memory (two m-tiles per warp; and the probed block at
+/// D = 64, whose 8 KB tile leaves its 4 blocks per SM and frees the 16 registers of Q's fragments,
+/// which spilled at its 128-register bound) or keeps all of its warp's Q fragments in registers (the
+/// probed block at D = 128: a 16 KB tile would cost it a block per SM).
+template <bool Probed, int D>
+inline constexpr bool fwd_q_staged = fwd_mtiles<Probed> > 1 || D == 64;
 
 /// Shared memory of the forward kernel: K and V tiles, double-buffered, and the block's Q tile when
 /// staged. The probe's per-thread head_counters (merged after the tile loop) reuse the tiles' space:
@@ -304,7 +307,7 @@ inline constexpr bool fwd_q_staged = fwd_mtiles<Probed> > 1;
 /// probed, 3 blocks, of the H200's 228 KB).
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_tiles_bytes =
-    (std::size_t{4} * fwd_keys + (fwd_q_staged<Probed> ? fwd_rows<Probed> : 0)) * D * 2;
+    (std::size_t{4} * fwd_keys + (fwd_q_staged<Probed, D> ? fwd_rows<Probed> : 0)) * D * 2;
 template <int D, bool Probed>
 inline constexpr std::size_t fwd_smem_bytes =
     Probed && sizeof(probe::head_counters) * fwd_threads > fwd_tiles_bytes<D, Probed>
@@ -614,7 +617,7 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD bool x_in_range(float lo, float hi, float olo, 
 template <int D, class Probe>
 struct fwd_regs {
   static constexpr int MT = fwd_mtiles<Probe::enabled>, XR = 2 * MT;
-  static constexpr bool QS = fwd_q_staged<Probe::enabled>;
+  static constexpr bool QS = fwd_q_staged<Probe::enabled, D>;
   static constexpr int KC = D / 16, NB = fwd_keys / 8, DN = D / 8, PK = fwd_keys / 16;
   std::uint32_t qa[QS ? MT : D / 16][4];  ///< A fragments of Q: one head-dim chunk per m-tile (QS, from the
                                          ///< shared Q tile), or every chunk of the one m-tile
@@ -1120,8 +1123,10 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
         if constexpr (Mode == out_mode::stochastic)
           nan_free = nan_free & !(f32::is_nan(r.oc(x, dn, 0)) | f32::is_nan(r.oc(x, dn, 1)));  // no short circuit
       }
-      // D = 128: the probed kernel sits at its 168-register bound, and the row tally's live values
-      // spill there (56 bytes, sm_90a): it keeps the per-element events.
+      // D = 128 keeps the per-element events: with mma.sync the row tally's live values spilled there
+      // (56 bytes at the 168-register bound); with wgmma they do not, but the probed D = 128 forward
+      // timed slower with the tally (the probe's cost 1 to 9 points higher, H100, 2026-12-07, branch
+      // probe-qs; docs/attention-bench.md, "The probed D = 64 forward with Q staged").
       constexpr bool row_hook = Probe::enabled && D == 64 && requires(Probe& p) {
         { p.output_units() } -> std::same_as<error_units_tally&>;
       };
