@@ -1125,8 +1125,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
       }
       // D = 128 keeps the per-element events: with mma.sync the row tally's live values spilled there
       // (56 bytes at the 168-register bound); with wgmma they do not, but the probed D = 128 forward
-      // timed slower with the tally (the probe's cost 1 to 9 points higher, H100, 2026-12-07, branch
-      // probe-qs; docs/attention-bench.md, "The probed D = 64 forward with Q staged").
+      // timed slower with the tally (the probe's cost up to 10 points higher at S = 1k, H100,
+      // 2026-12-07, branch probe-qs; docs/attention-bench.md, "The probed D = 64 forward with Q staged").
       constexpr bool row_hook = Probe::enabled && D == 64 && requires(Probe& p) {
         { p.output_units() } -> std::same_as<error_units_tally&>;
       };
