@@ -40,8 +40,9 @@ __global__ void __launch_bounds__(attn::bwd_threads, KV ? attn::bwd_kv_min_block
   // sm_90a: the products by wgmma (as the forward's), on 1024-byte-aligned tiles (dQ's launch gives
   // attn::warpgroup_tile_align more; dK/dV's has room: bwd_wg_smem_bytes).
   using kb_t = detail::wgmma_backend<attn::bwd_threads>;
-  const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & 1023u;
-  kb_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((1024u - misalign) & 1023u))}};
+  constexpr unsigned align = attn::warpgroup_tile_align;
+  const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & (align - 1);
+  kb_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((align - misalign) & (align - 1)))}};
 #else
   using kb_t = be_t;
   kb_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};

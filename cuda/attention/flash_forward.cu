@@ -20,12 +20,13 @@ __global__ void __launch_bounds__(attn::fwd_threads, attn::fwd_min_blocks<Probe:
     flash_forward_kernel(attn::flash_args a, attn::flash_consts c, probe::head_counters* partial, int n_qt) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // sm_90a: the products by wgmma, on tiles that start on 1024-byte boundaries (the launch gives
-  // attn::warpgroup_tile_align = 1 KB more than the tiles need; written out here: through a helper
-  // function the tile addresses compiled to other machine code, cuobjdump -sass).
+  // sm_90a: the products by wgmma, on tiles rounded up to attn::warpgroup_tile_align (the launch gives
+  // that much more than the tiles need; written out here: through a helper function the tile
+  // addresses compiled to other machine code, cuobjdump -sass).
   using be_t = detail::wgmma_backend<attn::fwd_threads>;
-  const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & 1023u;
-  be_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((1024u - misalign) & 1023u))}};
+  constexpr unsigned align = attn::warpgroup_tile_align;
+  const unsigned misalign = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) & (align - 1);
+  be_t be{{reinterpret_cast<std::uint16_t*>(smem_raw + ((align - misalign) & (align - 1)))}};
 #else
   using be_t = detail::device_backend<attn::fwd_threads>;
   be_t be{reinterpret_cast<std::uint16_t*>(smem_raw)};

@@ -647,12 +647,13 @@ struct fwd_regs {
 template <class Be>
 inline constexpr bool warpgroup_mma_v = requires { requires Be::warpgroup_mma; };
 
+/// The alignment of a warpgroup backend's tiles (the 128-byte swizzle reads address bits 7-9): a
+/// launch gives a kernel that runs one this many bytes of shared memory beyond its tiles' sum, and
+/// the kernel rounds its tiles' base up to it.
+inline constexpr std::size_t warpgroup_tile_align = 1024;
+
 /// Layouts of a warpgroup backend's tiles (cuda/attention/flash_device.cuh, wgmma_backend), here so that
 /// the host tests pin them (tests/host/attn/wgmma_layout_test.cpp).
-///
-/// The alignment of a warpgroup backend's tiles (the 128-byte swizzle reads address bits 7-9): a
-/// launch gives a kernel that runs one this many bytes of shared memory beyond its tiles' sum.
-inline constexpr std::size_t warpgroup_tile_align = 1024;
 ///
 /// The byte offset of 16-byte chunk c of the row in slot sr of a tile of R rows, 128-byte swizzle
 /// (wgmma's): the tile is C / 64 blocks of [R][64] bf16, and the chunk sits at c mod 8 xor (sr mod 8)
