@@ -142,8 +142,19 @@ def compile_kernel(tree, args, nvcc, work):
     return cubin, info
 
 
-def sass_of(cubin, cuobjdump):
-    out = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout
+class SassUnavailable(Exception):
+    """cuobjdump ran and failed (e.g. no nvdisasm on PATH): the figures fall back to ptxas's."""
+
+
+def sass_text(cubin, cuobjdump):
+    r = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SassUnavailable((r.stderr or r.stdout).strip().splitlines()[-1:] or ["exit %d" % r.returncode])
+    return r.stdout
+
+
+def sass_of(cubin, cuobjdump, text=None):
+    out = text if text is not None else sass_text(cubin, cuobjdump)
     ins = []
     for l in out.splitlines():
         m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", l)
@@ -246,8 +257,13 @@ def self_test(nvcc, cuobjdump):
             if info["backend"] != want_be:
                 sys.exit("kernel-sass: self-test: --backend %s compiled the %s backend" % (backend, info["backend"]))
             msg = "%s: registers %d, spills %d bytes" % (info["backend"], info["registers"], info["spill_stores"])
+            ins = None
             if cuobjdump:
-                ins = sass_of(cubin, cuobjdump)
+                try:
+                    ins = sass_of(cubin, cuobjdump)
+                except SassUnavailable as e:
+                    msg += " (%s -sass failed, %s: the SASS part is not checked)" % (cuobjdump, e.args[0][0])
+            if ins is not None:
                 s, _ = summary(ins)
                 if backend == "mma":
                     every = sum(1 for _, t in ins if opcode(t) == "HMMA")
@@ -263,7 +279,7 @@ def self_test(nvcc, cuobjdump):
                     sys.exit("kernel-sass: self-test: the forward's tile loop not found as expected: %s (%s in all %d)"
                              % (s, tc, every))
                 msg += ", tile loop %d SASS with all %d %s" % (s["loop"], every, tc)
-            else:
+            elif not cuobjdump:
                 msg += " (no cuobjdump: the SASS part is not checked)"
             msgs.append(msg)
         finally:
@@ -284,6 +300,8 @@ def main():
                     help="auto: the one the tree's sm_90a image runs (wgmma where its launcher has wgmma_backend)")
     ap.add_argument("--tree", action="append", help="source tree (default: this one); twice to compare")
     ap.add_argument("--opcodes", action="store_true", help="the tile loop's opcode histogram")
+    ap.add_argument("--sass-out", metavar="FILE",
+                    help="write the whole SASS listing there (with --tree twice: FILE.1, FILE.2)")
     ap.add_argument("--self-test", action="store_true", help="check the tool (ctest kernel_sass)")
     args = ap.parse_args()
     nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
@@ -300,11 +318,24 @@ def main():
                                    args.exp, " +probe" if args.probe else "", args.scaling)
     print("kernel-sass: %s, sm_90a" % " ".join(what.split()))
     rows, hists = [], []
+    sass_failed = False
     for tree in trees:
         work = tempfile.mkdtemp(prefix="kernel-sass-")
         try:
             cubin, info = compile_kernel(tree, args, nvcc, work)
-            s, h = (summary(sass_of(cubin, cuobjdump)) if cuobjdump else ({}, collections.Counter()))
+            s, h, text = {}, collections.Counter(), None
+            if cuobjdump:
+                try:
+                    text = sass_text(cubin, cuobjdump)
+                except SassUnavailable as e:
+                    print("kernel-sass: %s -sass failed (%s): ptxas's figures only" % (cuobjdump, e.args[0][0]))
+                    cuobjdump, sass_failed = None, True
+            if text is not None:
+                s, h = summary(sass_of(cubin, cuobjdump, text))
+                if args.sass_out:
+                    dest = args.sass_out if len(trees) == 1 else "%s.%d" % (args.sass_out, len(rows) + 1)
+                    with open(dest, "w") as f:
+                        f.write(text)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         rows.append((tree, {**info, **s}))
@@ -312,7 +343,7 @@ def main():
     keys = ["backend", "registers", "spill_stores", "spill_loads", "stack"]
     if cuobjdump:
         keys += ["sass", "loop", "HMMA", "HGMMA", "LDSM", "MUFU", "BAR", "STL loop", "LDL loop", "STL other", "LDL other"]
-    else:
+    elif not sass_failed:
         print("kernel-sass: no cuobjdump (set $CUOBJDUMP): ptxas's figures only")
     w = max(len(k) for k in keys)
     print("%-*s  %s" % (w, "", "  ".join("%12s" % os.path.basename(os.path.normpath(t))[:12] for t, _ in rows)))

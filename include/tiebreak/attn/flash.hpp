@@ -254,6 +254,7 @@ struct flash_consts {
   float beta = 2;
   float max_shift = 64;  ///< debias_max_shift
   float scale = 1;       ///< the scale rounded once to f32 (dQ = scale · dS K, dK = scale · dSᵀ Q)
+  philox_keyed philox{};  ///< stochastic: Philox4x32-10 under opt.seed, its ten round keys precomputed
 };
 TIEBREAK_HDC flash_consts make_consts(const flash_args& a) noexcept {
   flash_consts c;
@@ -262,6 +263,7 @@ TIEBREAK_HDC flash_consts make_consts(const flash_args& a) noexcept {
   c.beta = a.opt.beta;
   c.max_shift = a.opt.debias_max_shift;
   c.scale = static_cast<float>(a.prob.scale);
+  c.philox = philox_keyed::of(a.opt.seed);
   return c;
 }
 inline constexpr float ln2_f32 = 0x1.62e430p-1f;    ///< ln 2 rounded to f32
@@ -1149,8 +1151,8 @@ TIEBREAK_FORCEINLINE TIEBREAK_HD void flash_forward_block(Be& be, const flash_ar
           std::uint16_t ob[2] = {0, 0};
           if constexpr (Mode == out_mode::stochastic) {
             if ((dn & 3) == 0)
-              rb = philox{a.opt.seed}(static_cast<std::uint32_t>(dn + t), static_cast<std::uint32_t>(row),
-                                      static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
+              rb = c.philox(static_cast<std::uint32_t>(dn + t), static_cast<std::uint32_t>(row),
+                            static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b));
           }
           if constexpr (Mode != out_mode::fp32) {
             // bf16, debias: round to nearest-even, both at once (cvt.rn.bf16x2.f32 on the device: one

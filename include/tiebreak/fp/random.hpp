@@ -128,6 +128,31 @@ struct philox {
   }
 };
 
+/// Philox4x32-10 with its key schedule computed once: the ten rounds' key words of a 64-bit seed
+/// (as `philox`'s), so that a kernel holding them in its launch constants (attn::flash_consts) XORs
+/// each round's key in from the constant bank instead of adding the Weyl increments again for every
+/// block (18 integer adds per block; docs/attention-bench.md, "The stochastic epilogue's key
+/// schedule"). `operator()` equals `philox{seed}` word for word (tests/fp/random_test.cpp).
+struct philox_keyed {
+  std::uint32_t k0[10] = {}, k1[10] = {};
+  static TIEBREAK_HDC philox_keyed of(std::uint64_t seed) noexcept {
+    philox_keyed s;
+    s.k0[0] = static_cast<std::uint32_t>(seed);
+    s.k1[0] = static_cast<std::uint32_t>(seed >> 32);
+    for (int i = 1; i < 10; ++i) {
+      s.k0[i] = s.k0[i - 1] + detail::philox_w0;  // mod 2^32, as philox4x32_10's bumps
+      s.k1[i] = s.k1[i - 1] + detail::philox_w1;
+    }
+    return s;
+  }
+  TIEBREAK_HDC philox_block operator()(std::uint32_t c0, std::uint32_t c1 = 0, std::uint32_t c2 = 0,
+                                       std::uint32_t c3 = 0) const noexcept {
+    philox_block c{{c0, c1, c2, c3}};
+    for (int i = 0; i < 10; ++i) c = detail::philox_round(c, k0[i], k1[i]);
+    return c;
+  }
+};
+
 /// Word `step` of stream `stream` under `seed`: the block of counter (step / 4 as 64 bits, stream as
 /// 64 bits), word step % 4. This is exactly cuRAND's
 ///   curandStatePhilox4_32_10_t s; curand_init(seed, stream, step, &s); curand(&s)

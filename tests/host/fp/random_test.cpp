@@ -42,6 +42,11 @@ static_assert(philox4x32_10(random123_kats[2].counter, random123_kats[2].k0, ran
 static_assert(philox{0x299f31d0a4093822ull}(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u) ==
               random123_kats[2].expected);
 static_assert(philox{~0ull}(~0u, ~0u, ~0u, ~0u) == random123_kats[1].expected);
+// The precomputed key schedule: the same blocks (Random123's vectors).
+static_assert(philox_keyed::of(0x299f31d0a4093822ull)(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u) ==
+              random123_kats[2].expected);
+static_assert(philox_keyed::of(~0ull)(~0u, ~0u, ~0u, ~0u) == random123_kats[1].expected);
+static_assert(philox_keyed::of(0)(0) == random123_kats[0].expected);
 // philox_word: stream 0, steps 0..3 are the four words of counter 0.
 static_assert(philox_word(0, 0, 0) == 0x6627e8d5u && philox_word(0, 0, 3) == 0x9b00dbd8u);
 
@@ -55,6 +60,27 @@ TEST(random, philox_known_answers) {
     const philox_block r = philox4x32_10(k.counter, k.k0, k.k1);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(r.w[i], k.expected.w[i]) << i;
   }
+}
+
+TEST(random, philox_keyed_equals_philox_for_every_seed_and_counter_drawn) {
+  // Seeds and counters from splitmix64, the key words' carries included (seeds near 2^32 - 1 in
+  // either half wrap when the Weyl increments are added).
+  splitmix64_generator g{2026};
+  const std::uint64_t edge_seeds[] = {0, ~0ull, 0xffffffffull, 0xffffffff00000000ull, 0x61c88647ffffffffull};
+  int checked = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const std::uint64_t seed = i < 5 ? edge_seeds[i] : g.next();
+    const philox_keyed keyed = philox_keyed::of(seed);
+    const philox ref{seed};
+    for (int j = 0; j < 4; ++j) {
+      const std::uint64_t x = g.next(), y = g.next();
+      const auto c0 = static_cast<std::uint32_t>(x), c1 = static_cast<std::uint32_t>(x >> 32),
+                 c2 = static_cast<std::uint32_t>(y), c3 = static_cast<std::uint32_t>(y >> 32);
+      ASSERT_EQ(keyed(c0, c1, c2, c3), ref(c0, c1, c2, c3)) << std::hex << seed << " " << x << " " << y;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 80000);
 }
 
 TEST(random, splitmix64_generator_is_the_hash_of_successive_states) {
