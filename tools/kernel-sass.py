@@ -153,16 +153,6 @@ def sass_text(cubin, cuobjdump):
     return r.stdout
 
 
-def sass_of(cubin, cuobjdump, text=None):
-    out = text if text is not None else sass_text(cubin, cuobjdump)
-    ins = []
-    for l in out.splitlines():
-        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", l)
-        if m:
-            ins.append((int(m.group(1), 16), m.group(2)))
-    return ins
-
-
 def opcode(text):
     t = text.split()
     if t and t[0].startswith("@"):
@@ -224,6 +214,7 @@ FAKE_SASS_WG = """
 
 
 def parse(listing):
+    """The (address, instruction) pairs of a cuobjdump -sass listing."""
     ins = []
     for l in listing.splitlines():
         m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", l)
@@ -260,7 +251,7 @@ def self_test(nvcc, cuobjdump):
             ins = None
             if cuobjdump:
                 try:
-                    ins = sass_of(cubin, cuobjdump)
+                    ins = parse(sass_text(cubin, cuobjdump))
                 except SassUnavailable as e:
                     msg += " (%s -sass failed, %s: the SASS part is not checked)" % (cuobjdump, e.args[0][0])
             if ins is not None:
@@ -331,7 +322,7 @@ def main():
                     print("kernel-sass: %s -sass failed (%s): ptxas's figures only" % (cuobjdump, e.args[0][0]))
                     cuobjdump, sass_failed = None, True
             if text is not None:
-                s, h = summary(sass_of(cubin, cuobjdump, text))
+                s, h = summary(parse(text))
                 if args.sass_out:
                     dest = args.sass_out if len(trees) == 1 else "%s.%d" % (args.sass_out, len(rows) + 1)
                     with open(dest, "w") as f:
