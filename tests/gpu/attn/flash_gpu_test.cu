@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "../gpu_test_util.hpp"
+#include "../../host/support/debias_patterns.hpp"
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/random.hpp"
 #include "tiebreak/gpu/flash.hpp"
@@ -39,7 +40,8 @@ std::uint16_t bf16_of(double x) { return f32_bits_to_bf16_rne(f32_to_bits(static
 
 /// `qa`: the planted queries' value in their odd columns (1: a scaled maximum of 8 at D = 64; ±16: ±128,
 /// where the debias offset is bounded, and under -16 keys 4.. of every kv head lie further below).
-tensors inputs(const shape& s, std::uint64_t seed, bool planted, double qa = 1.0) {
+/// `patterns`: support/debias_patterns.hpp's heads instead (keys of at most 1/4 in magnitude beside them).
+tensors inputs(const shape& s, std::uint64_t seed, bool planted, double qa = 1.0, bool patterns = false) {
   tensors t;
   splitmix64_generator g{seed};
   auto fill = [&](std::vector<std::uint16_t>& x, std::size_t n, double amp) {
@@ -50,6 +52,10 @@ tensors inputs(const shape& s, std::uint64_t seed, bool planted, double qa = 1.0
   fill(t.k, s.k_size(), 2.0);
   fill(t.v, s.v_size(), 1.0);
   fill(t.dout, s.o_size(), 1.0);
+  if (patterns) {
+    fill(t.k, s.k_size(), 0.25);
+    tiebreak::test::plant_debias_patterns(s, t.q, t.k, seed + 1);
+  }
   if (planted) {  // keys 0..3 of every kv head equal, and every query of head 0 aligned with them
     for (std::size_t b = 0; b < s.batch; ++b)
       for (std::size_t kh = 0; kh < s.kv_heads; ++kh)
@@ -137,6 +143,7 @@ struct shape_case {
   bool planted;
   double qa = 1.0;
   bool nonfinite_v = false;  ///< NaN and Inf in V (forward only): O has NaN columns beside finite ones
+  bool patterns = false;     ///< support/debias_patterns.hpp: repeated maxima in one lane, across lanes, across tiles
 };
 const shape_case cases[] = {
     {{1, 2, 1, 70, 100, 64, 64}, false, true},
@@ -153,6 +160,10 @@ const shape_case cases[] = {
     // output's pairs (2, 3) and (10, 11) then hold a NaN beside a finite value (the NaN repair path of
     // f32x2_bits_to_bf16x2_sr), the other pairs of those rows none.
     {{1, 2, 1, 70, 100, 64, 64}, false, false, 1.0, true},
+    // Each way a row's maximum can repeat (or repeat and then be overtaken), a head each: within a
+    // lane, across lanes, in a later tile (the debias count's every path).
+    {{1, 6, 6, 70, 200, 64, 64}, false, false, 1.0, false, true},
+    {{1, 6, 6, 70, 200, 128, 128}, true, false, 1.0, false, true},
 };
 
 /// TIEBREAK_FLASH_GPU_REDUCED=1 (tools/device-check.sh's sanitize stage): every other shape, the probed
@@ -185,7 +196,7 @@ void compare_all(bool backward) {
     if (reduced() && ci++ % 2 == 1) continue;
     if (sc.nonfinite_v && backward) continue;
     problem p{sc.s, sc.causal ? mask_kind::causal : mask_kind::none, 1.0 / std::sqrt(static_cast<double>(sc.s.dim))};
-    tensors in = inputs(sc.s, 7 + sc.s.seq_q, sc.planted, sc.qa);
+    tensors in = inputs(sc.s, 7 + sc.s.seq_q, sc.planted, sc.qa, sc.patterns);
     if (sc.nonfinite_v) {
       in.v[sc.s.v_offset(0, 0, 5) + 3] = 0x7fc0;   // NaN
       in.v[sc.s.v_offset(0, 0, 9) + 10] = 0x7f80;  // +Inf

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/debias_patterns.hpp"
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/random.hpp"
 
@@ -365,6 +366,51 @@ TEST(FlashTwin, DebiasOffsetIsBoundedForLargeRepeatedMaxima) {
     const outputs d8 = forward(p, o8, true);
     for (std::size_t x = 0; x < ro.size(); ++x) EXPECT_NEAR(of_bf16(d8.o[x]), ro[x], 4e-3) << x;
     EXPECT_EQ(d8.counters[0].p_one, 0u);
+  }
+}
+
+// debias reads whether a row's maximum repeats, and the probed and unprobed forward count the repeats
+// in different code (the probed kernel skips rows whose maximum settled; at D = 64 it builds its
+// masks by predicated ors): both must give the same offsets, so the same bits, in each pattern of
+// support/debias_patterns.hpp (repeats in one lane, across lanes, in a later tile; a new maximum
+// after repeats; none). Heads whose maximum repeats move their O under debias away from bf16's; a
+// head whose maximum never repeats keeps bf16's bits. At the smoke level (the ASan build) non-causal
+// and unfused only.
+TEST(FlashTwin, DebiasProbedAndUnprobedAgreeInEveryRepeatPattern) {
+  const attn::shape s{1, test::debias_pattern_heads, test::debias_pattern_heads, 70, 200, 64, 64};
+  for (bool causal : {false, true}) {
+    if (TIEBREAK_TEST_LEVEL_SMOKE && causal) continue;
+    problem_data p = make(s, causal, 31, 0.25);
+    test::plant_debias_patterns(s, p.q, p.k, 77);
+    std::vector<double> ro, rl;
+    reference(p, ro, rl);
+    for (attn::score_scaling sc : {attn::score_scaling::unfused, attn::score_scaling::fused})
+      for (attn::exp2_policy e : {attn::exp2_policy::software, attn::exp2_policy::sfu}) {
+        if (TIEBREAK_TEST_LEVEL_SMOKE && sc == attn::score_scaling::fused) continue;
+        SCOPED_TRACE(std::string(causal ? "causal " : "") + (sc == attn::score_scaling::fused ? "fused" : "unfused") +
+                     (e == attn::exp2_policy::sfu ? " sfu" : " software"));
+        attn::flash_options opt{out_mode::debias};
+        opt.scaling = sc;
+        opt.exp = e;
+        attn::flash_options ob = opt;
+        ob.mode = out_mode::bf16;
+        const outputs plain = forward(p, opt, false), counted = forward(p, opt, true), b = forward(p, ob, false);
+        ASSERT_EQ(plain.o, counted.o);
+        for (std::size_t x = 0; x < plain.lse.size(); ++x) ASSERT_EQ(f32_to_bits(plain.lse[x]), f32_to_bits(counted.lse[x])) << x;
+        // The patterns did what they say: the last row of each head sees every key (causal too,
+        // seq_q < seq_k); its O moved under debias exactly where the maximum repeats.
+        for (std::size_t h = 0; h < s.heads; ++h) {
+          const std::size_t row = s.o_offset(0, h, s.seq_q - 1);
+          bool same = true;
+          for (std::size_t c = 0; c < s.dim_v; ++c) same = same && plain.o[row + c] == b.o[row + c];
+          if (h == 4) EXPECT_TRUE(same) << "head " << h;
+          if (h != 3 && h != 4) EXPECT_FALSE(same) << "head " << h;
+          // Non-causal, every row sees every key: the probe counts each row of heads 0, 1, 2 and 5
+          // as repeating its maximum, none of heads 3 and 4.
+          if (!causal) EXPECT_EQ(counted.counters[h].repeated_max_exact, h == 3 || h == 4 ? 0u : s.seq_q) << "head " << h;
+        }
+        for (std::size_t x = 0; x < ro.size(); ++x) EXPECT_NEAR(of_bf16(plain.o[x]), ro[x], 4e-3) << x;
+      }
   }
 }
 
