@@ -374,8 +374,8 @@ TEST(FlashTwin, DebiasOffsetIsBoundedForLargeRepeatedMaxima) {
 // masks by predicated ors): both must give the same offsets, so the same bits, in each pattern of
 // support/debias_patterns.hpp (repeats in one lane, across lanes, in a later tile; a new maximum
 // after repeats; none). Heads whose maximum repeats move their O under debias away from bf16's; a
-// head whose maximum never repeats keeps bf16's bits. At the smoke level (the ASan build) non-causal
-// and unfused only.
+// head whose maximum never repeats keeps bf16's bits. At the smoke level (the ASan build, where this
+// took 64 s with both exponentials) non-causal, unfused and the software exponential only.
 TEST(FlashTwin, DebiasProbedAndUnprobedAgreeInEveryRepeatPattern) {
   const attn::shape s{1, test::debias_pattern_heads, test::debias_pattern_heads, 70, 200, 64, 64};
   for (bool causal : {false, true}) {
@@ -386,7 +386,7 @@ TEST(FlashTwin, DebiasProbedAndUnprobedAgreeInEveryRepeatPattern) {
     reference(p, ro, rl);
     for (attn::score_scaling sc : {attn::score_scaling::unfused, attn::score_scaling::fused})
       for (attn::exp2_policy e : {attn::exp2_policy::software, attn::exp2_policy::sfu}) {
-        if (TIEBREAK_TEST_LEVEL_SMOKE && sc == attn::score_scaling::fused) continue;
+        if (TIEBREAK_TEST_LEVEL_SMOKE && (sc == attn::score_scaling::fused || e == attn::exp2_policy::sfu)) continue;
         SCOPED_TRACE(std::string(causal ? "causal " : "") + (sc == attn::score_scaling::fused ? "fused" : "unfused") +
                      (e == attn::exp2_policy::sfu ? " sfu" : " software"));
         attn::flash_options opt{out_mode::debias};
@@ -403,11 +403,16 @@ TEST(FlashTwin, DebiasProbedAndUnprobedAgreeInEveryRepeatPattern) {
           const std::size_t row = s.o_offset(0, h, s.seq_q - 1);
           bool same = true;
           for (std::size_t c = 0; c < s.dim_v; ++c) same = same && plain.o[row + c] == b.o[row + c];
-          if (h == 4) EXPECT_TRUE(same) << "head " << h;
-          if (h != 3 && h != 4) EXPECT_FALSE(same) << "head " << h;
+          if (h == 4) {
+            EXPECT_TRUE(same) << "head " << h;
+          } else if (h != 3) {
+            EXPECT_FALSE(same) << "head " << h;
+          }
           // Non-causal, every row sees every key: the probe counts each row of heads 0, 1, 2 and 5
           // as repeating its maximum, none of heads 3 and 4.
-          if (!causal) EXPECT_EQ(counted.counters[h].repeated_max_exact, h == 3 || h == 4 ? 0u : s.seq_q) << "head " << h;
+          if (!causal) {
+            EXPECT_EQ(counted.counters[h].repeated_max_exact, h == 3 || h == 4 ? 0u : s.seq_q) << "head " << h;
+          }
         }
         for (std::size_t x = 0; x < ro.size(); ++x) EXPECT_NEAR(of_bf16(plain.o[x]), ro[x], 4e-3) << x;
       }
