@@ -9,7 +9,10 @@ has no flash_dq_block and passes its dK/dV block a chain) for sm_90a with the li
 (--fmad=false, no fast math), then prints what ptxas reports (registers, spills, stack) and, where
 cuobjdump exists, the machine code: SASS instructions in all and in the tile loop (the largest
 backward branch whose body holds tensor-core instructions, HMMA or HGMMA), the loop's tensor-core, ldmatrix,
-MUFU, local-memory and barrier counts, and with --opcodes the loop's opcode histogram. With --tree
+MUFU, local-memory and barrier counts, ptxas's schedule of the loop for one warp (the stall counts of its
+control words, in all and along the part every tile runs, and that part's length with the variable
+latencies assumed in SB_LATENCY: a static comparison of two forms, see cycles), and with --opcodes the
+loop's opcode histogram. With --tree
 twice, the two source trees side by side (e.g. a branch against tools/ab-base.sh's export of main),
 opcode differences included.
 
@@ -213,14 +216,117 @@ FAKE_SASS_WG = """
 """
 
 
+# The same kind of loop with its control words (the line after each instruction, as cuobjdump prints
+# them): stall counts 4, 1, 2, 1, 5, 1, 1; the SHFL sets write scoreboard 0, which the FADD waits on;
+# the @P1 BRA skips the FMUL (a conditional part).
+FAKE_SASS_CTL = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+                                                              /* 0x%016x */
+        /*0010*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;
+                                                              /* 0x%016x */
+        /*0020*/                   SHFL.BFLY PT, R3, R4, 0x1, 0x1f ;
+                                                              /* 0x%016x */
+        /*0030*/                   FADD R5, R3, R4 ;
+                                                              /* 0x%016x */
+        /*0040*/               @P1 BRA 0x60 ;
+                                                              /* 0x%016x */
+        /*0050*/                   FMUL R5, R5, R5 ;
+                                                              /* 0x%016x */
+        /*0060*/               @P0 BRA 0x10 ;
+                                                              /* 0x%016x */
+        /*0070*/                   EXIT ;
+                                                              /* 0x%016x */
+""" % tuple((stall << 41) | (wr << 46) | (7 << 49) | (wait << 52) for stall, wr, wait in
+            ((4, 7, 0), (1, 7, 0), (2, 0, 0), (1, 7, 1), (5, 7, 0), (1, 7, 0), (1, 7, 0), (1, 7, 0)))
+
+
 def parse(listing):
     """The (address, instruction) pairs of a cuobjdump -sass listing."""
+    return [(a, t) for a, t, _ in parse_with_control(listing)]
+
+
+def parse_with_control(listing):
+    """(address, instruction, control) of a cuobjdump -sass listing: control is the instruction's
+    second 64-bit word (the line after it, `/* 0x... */`), or None where the listing has no encodings."""
     ins = []
-    for l in listing.splitlines():
+    lines = listing.splitlines()
+    for i, l in enumerate(lines):
         m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", l)
         if m:
-            ins.append((int(m.group(1), 16), m.group(2)))
+            ctl = None
+            if i + 1 < len(lines):
+                mc = re.match(r"\s+/\* (0x[0-9a-f]{16}) \*/\s*$", lines[i + 1])
+                if mc:
+                    ctl = int(mc.group(1), 16)
+            ins.append((int(m.group(1), 16), m.group(2), ctl))
     return ins
+
+
+def control(hi):
+    """The scheduling fields ptxas sets in an instruction's control bits (bits 105-125 of the 128-bit
+    word since Volta, bits 41-61 of the second 64-bit word): the stall count (cycles before the warp's
+    next instruction issues: ptxas's fixed-latency schedule), the yield hint, the scoreboards the
+    instruction sets on its write and read (7: none; variable-latency results: shuffles, MUFU, shared
+    and global loads) and the mask of scoreboards it waits on."""
+    return {"stall": (hi >> 41) & 0xF, "yield": (hi >> 45) & 1, "wr": (hi >> 46) & 7, "rd": (hi >> 49) & 7,
+            "wait": (hi >> 52) & 0x3F}
+
+
+def cycles(ins_ctl):
+    """ptxas's schedule of the tile loop for one warp: the stall counts summed over the loop, and over
+    its unconditional part (the instructions no predicated forward branch inside the loop skips: what
+    every tile issues; of an if/else, the else part counts), with the unconditional part's scoreboard waits (each may add a variable
+    latency the stall counts leave out). A static comparison of two forms of one kernel, not a time:
+    other warps fill the stalls, and the variable latencies are not in it."""
+    loop = tile_loop([(a, t) for a, t, _ in ins_ctl])
+    if not loop or any(c is None for _, _, c in ins_ctl):
+        return {}
+    lo, hi = loop[0][0], loop[-1][0]
+    body = [(a, t, c) for a, t, c in ins_ctl if lo <= a <= hi]
+    skipped = []
+    for a, t, _ in body:
+        if opcode(t) == "BRA" and t.startswith("@"):
+            m = re.search(r"0x([0-9a-f]+)", t)
+            tgt = int(m.group(1), 16) if m else -1
+            if a < tgt <= hi:
+                skipped.append((a, tgt))
+    always = [(a, t, c) for a, t, c in body if not any(s < a < e for s, e in skipped)]
+    return {
+        "loop cycles": sum(control(c)["stall"] for _, _, c in body),
+        "every-tile SASS": len(always),
+        "every-tile cycles": sum(control(c)["stall"] for _, _, c in always),
+        "every-tile waits": sum(1 for _, _, c in always if control(c)["wait"]),
+        "every-tile timeline": timeline(always),
+    }
+
+
+# Latencies assumed for the results of variable-latency instructions (the ones that set a write
+# scoreboard), in cycles: rough figures of the kind microbenchmarks of recent GPUs report, the same for
+# every form compared. Global loads and cp.async are not waited for inside the tile loop's
+# every-tile part (their waits are the block's barrier), and wgmma's completion (WARPGROUP.DEPBAR) is
+# not a scoreboard: both are left out, alike in the forms of one kernel.
+SB_LATENCY = {"SHFL": 24, "MUFU": 20, "LDS": 30, "LDSM": 30, "POPC": 12, "FLO": 12, "BREV": 12, "S2R": 20,
+              "S2UR": 20, "LDC": 20, "ULDC": 20, "VOTE": 8}
+SB_DEFAULT = 20
+
+
+def timeline(seq):
+    """One warp through seq in order, alone on its scheduler: each instruction issues after the
+    previous one's stall count and once the scoreboards it waits on are released (a write scoreboard
+    SB_LATENCY[op] after its instruction issues, a read scoreboard 4 cycles after). The cycle the last
+    one's stall count has passed: the path's length in cycles, ptxas's fixed latencies and the assumed
+    variable ones."""
+    t, ready = 0, [0] * 6
+    for _, text, c in seq:
+        f = control(c)
+        wait = [ready[i] for i in range(6) if f["wait"] >> i & 1]
+        t = max([t] + wait)
+        if f["wr"] != 7:
+            ready[f["wr"]] = t + SB_LATENCY.get(opcode(text), SB_DEFAULT)
+        if f["rd"] != 7:
+            ready[f["rd"]] = max(ready[f["rd"]], t + 4)
+        t += f["stall"]
+    return t
 
 
 def self_test(nvcc, cuobjdump):
@@ -233,6 +339,16 @@ def self_test(nvcc, cuobjdump):
     s, _ = summary(parse(FAKE_SASS_WG))
     if (s["loop"], s["HGMMA"], s["HMMA"]) != (4, 1, 0):
         sys.exit("kernel-sass: self-test: the made-up wgmma listing gave %s" % s)
+    # The loop 0x10..0x60: stalls 1 + 2 + 1 + 5 + 1 + 1 = 11; without the skipped FMUL 10, 5 SASS; the
+    # FADD waits for the SHFL (issued at cycle 1, released at 1 + 24 = 25): the last BRA issues at
+    # 25 + 1 + 5 = 31.
+    c = cycles(parse_with_control(FAKE_SASS_CTL))
+    want = {"loop cycles": 11, "every-tile SASS": 5, "every-tile cycles": 10, "every-tile waits": 1,
+            "every-tile timeline": 31 + 1}
+    if c != want:
+        sys.exit("kernel-sass: self-test: the made-up listing's control words gave %s, want %s" % (c, want))
+    if control(0x000E620000000A00) != {"stall": 1, "yield": 1, "wr": 1, "rd": 7, "wait": 0}:
+        sys.exit("kernel-sass: self-test: an LDC's control word decoded as %s" % control(0x000E620000000A00))
 
     msgs = []
     for backend in ("mma", "auto"):  # mma.sync; and what the sm_90a image runs (wgmma)
@@ -251,7 +367,8 @@ def self_test(nvcc, cuobjdump):
             ins = None
             if cuobjdump:
                 try:
-                    ins = parse(sass_text(cubin, cuobjdump))
+                    text = sass_text(cubin, cuobjdump)
+                    ins = parse(text)
                 except SassUnavailable as e:
                     msg += " (%s -sass failed, %s: the SASS part is not checked)" % (cuobjdump, e.args[0][0])
             if ins is not None:
@@ -269,7 +386,15 @@ def self_test(nvcc, cuobjdump):
                 if not ok:
                     sys.exit("kernel-sass: self-test: the forward's tile loop not found as expected: %s (%s in all %d)"
                              % (s, tc, every))
-                msg += ", tile loop %d SASS with all %d %s" % (s["loop"], every, tc)
+                c = cycles(parse_with_control(text))
+                # Every instruction carries its control word; the loop's stall counts are at least 1 each
+                # but for a few (dual issue), and the unconditional part is a part.
+                if not c or not (0 < c["every-tile SASS"] < s["loop"] and c["loop cycles"] >= s["loop"] // 2
+                                 and c["every-tile timeline"] >= c["every-tile cycles"] > 0):
+                    sys.exit("kernel-sass: self-test: the forward's schedule not read as expected: %s (loop %d SASS)"
+                             % (c, s["loop"]))
+                msg += ", tile loop %d SASS with all %d %s, every-tile timeline %d cycles" % (
+                    s["loop"], every, tc, c["every-tile timeline"])
             elif not cuobjdump:
                 msg += " (no cuobjdump: the SASS part is not checked)"
             msgs.append(msg)
@@ -323,6 +448,7 @@ def main():
                     cuobjdump, sass_failed = None, True
             if text is not None:
                 s, h = summary(parse(text))
+                s.update(cycles(parse_with_control(text)))
                 if args.sass_out:
                     dest = args.sass_out if len(trees) == 1 else "%s.%d" % (args.sass_out, len(rows) + 1)
                     with open(dest, "w") as f:
@@ -333,7 +459,8 @@ def main():
         hists.append(h)
     keys = ["backend", "registers", "spill_stores", "spill_loads", "stack"]
     if cuobjdump:
-        keys += ["sass", "loop", "HMMA", "HGMMA", "LDSM", "MUFU", "BAR", "STL loop", "LDL loop", "STL other", "LDL other"]
+        keys += ["sass", "loop", "HMMA", "HGMMA", "LDSM", "MUFU", "BAR", "STL loop", "LDL loop", "STL other", "LDL other",
+                 "loop cycles", "every-tile SASS", "every-tile cycles", "every-tile waits", "every-tile timeline"]
     elif not sass_failed:
         print("kernel-sass: no cuobjdump (set $CUOBJDUMP): ptxas's figures only")
     w = max(len(k) for k in keys)
