@@ -65,7 +65,7 @@ TEST(MmaCli, AgreesWithTheModel) {
   b[1] = 0x40e0;  // 7
   b[2] = 0x3f80;  // 1
   const std::uint64_t want = emu::mma_dot(m, 0x49800000, a.data(), b.data()).bits;
-  char hex[16];
+  char hex[24];  // "0x" and up to 16 digits: a 64-bit word
   std::snprintf(hex, sizeof hex, "0x%08llx", static_cast<unsigned long long>(want));
   EXPECT_EQ(j["bits"], hex);
   EXPECT_EQ(j["a"][1], "0xbdcd");
@@ -77,8 +77,11 @@ TEST(MmaCli, ListNamesEveryInstructionAndItsStatus) {
   ASSERT_EQ(r.status, 0) << r.out;
   for (emu::mma_instr i : emu::all_mma_instrs) EXPECT_NE(r.out.find(std::string(emu::mma_instr_name(i))), std::string::npos);
   EXPECT_NE(r.out.find("align_bits="), std::string::npos);
-  for (const auto& e : emu::mma_models)
-    if (emu::mma_unverified(e) != 0) EXPECT_NE(r.out.find("status: unverified"), std::string::npos);
+  for (const auto& e : emu::mma_models) {
+    if (emu::mma_unverified(e) != 0) {
+      EXPECT_NE(r.out.find("status: unverified"), std::string::npos);
+    }
+  }
   const run_result js = run("mma --list --json");
   ASSERT_EQ(js.status, 0);
   EXPECT_EQ(nlohmann::json::parse(js.out).size(), 8u);
