@@ -275,9 +275,10 @@ def control(hi):
 def cycles(ins_ctl):
     """ptxas's schedule of the tile loop for one warp: the stall counts summed over the loop, and over
     its unconditional part (the instructions no predicated forward branch inside the loop skips: what
-    every tile issues; of an if/else, the else part counts), with the unconditional part's scoreboard waits (each may add a variable
-    latency the stall counts leave out). A static comparison of two forms of one kernel, not a time:
-    other warps fill the stalls, and the variable latencies are not in it."""
+    every tile issues; of an if/else, the else part counts), that part's scoreboard waits (each may add
+    a variable latency the stall counts leave out) and its timeline (those latencies assumed). A static
+    comparison of two forms of one kernel, not a time: other warps fill the stalls, and the real
+    variable latencies, wgmma's completion and the barriers are not in it."""
     loop = tile_loop([(a, t) for a, t, _ in ins_ctl])
     if not loop or any(c is None for _, _, c in ins_ctl):
         return {}
