@@ -368,8 +368,8 @@ def self_test(nvcc, cuobjdump):
             ins = None
             if cuobjdump:
                 try:
-                    text = sass_text(cubin, cuobjdump)
-                    ins = parse(text)
+                    ins_ctl = parse_with_control(sass_text(cubin, cuobjdump))
+                    ins = [(a, t) for a, t, _ in ins_ctl]
                 except SassUnavailable as e:
                     msg += " (%s -sass failed, %s: the SASS part is not checked)" % (cuobjdump, e.args[0][0])
             if ins is not None:
@@ -387,7 +387,7 @@ def self_test(nvcc, cuobjdump):
                 if not ok:
                     sys.exit("kernel-sass: self-test: the forward's tile loop not found as expected: %s (%s in all %d)"
                              % (s, tc, every))
-                c = cycles(parse_with_control(text))
+                c = cycles(ins_ctl)
                 # Every instruction carries its control word; the loop's stall counts are at least 1 each
                 # but for a few (dual issue), and the unconditional part is a part.
                 if not c or not (0 < c["every-tile SASS"] < s["loop"] and c["loop cycles"] >= s["loop"] // 2
@@ -448,8 +448,9 @@ def main():
                     print("kernel-sass: %s -sass failed (%s): ptxas's figures only" % (cuobjdump, e.args[0][0]))
                     cuobjdump, sass_failed = None, True
             if text is not None:
-                s, h = summary(parse(text))
-                s.update(cycles(parse_with_control(text)))
+                ins_ctl = parse_with_control(text)
+                s, h = summary([(a, t) for a, t, _ in ins_ctl])
+                s.update(cycles(ins_ctl))
                 if args.sass_out:
                     dest = args.sass_out if len(trees) == 1 else "%s.%d" % (args.sass_out, len(rows) + 1)
                     with open(dest, "w") as f:

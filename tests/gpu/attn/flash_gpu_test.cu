@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "../gpu_test_util.hpp"
+#include "../../host/support/attn_inputs.hpp"
 #include "../../host/support/debias_patterns.hpp"
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/random.hpp"
@@ -36,7 +37,7 @@ struct tensors {
 /// The rows a probed run dumps: the first row of head 0 and the last row of the last head.
 std::vector<std::uint64_t> dump_rows(const shape& s) { return {s.q_row(0, 0, 0), s.q_row(s.batch - 1, s.heads - 1, s.seq_q - 1)}; }
 
-std::uint16_t bf16_of(double x) { return f32_bits_to_bf16_rne(f32_to_bits(static_cast<float>(x))); }
+using tiebreak::test::bf16_of;
 
 /// `qa`: the planted queries' value in their odd columns (1: a scaled maximum of 8 at D = 64; ±16: ±128,
 /// where the debias offset is bounded, and under -16 keys 4.. of every kv head lie further below).
@@ -46,7 +47,7 @@ tensors inputs(const shape& s, std::uint64_t seed, bool planted, double qa = 1.0
   splitmix64_generator g{seed};
   auto fill = [&](std::vector<std::uint16_t>& x, std::size_t n, double amp) {
     x.resize(n);
-    for (auto& e : x) e = bf16_of(amp * (static_cast<double>(g() >> 11) * 0x1p-53 * 2 - 1));
+    for (auto& e : x) e = bf16_of(amp * tiebreak::test::uniform_pm1(g));
   };
   fill(t.q, s.q_size(), 2.0);
   fill(t.k, s.k_size(), 2.0);

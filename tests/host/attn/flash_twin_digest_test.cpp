@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/attn_inputs.hpp"
 #include "support/sweep.hpp"
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/random.hpp"
@@ -79,10 +80,9 @@ inputs make(const digest_case& cs, std::uint64_t seed) {
   in.prob.mask = cs.causal ? attn::mask_kind::causal : attn::mask_kind::none;
   in.prob.scale = 1.0 / std::sqrt(static_cast<double>(s.dim));
   splitmix64_generator g{seed};
-  auto bf16 = [](double x) { return f32_bits_to_bf16_rne(f32_to_bits(static_cast<float>(x))); };
   auto fill = [&](std::vector<std::uint16_t>& x, std::size_t n) {
     x.resize(n);
-    for (auto& e : x) e = bf16(cs.amp * (static_cast<double>(g() >> 11) * 0x1p-53 * 2 - 1));
+    for (auto& e : x) e = test::bf16_of(cs.amp * test::uniform_pm1(g));
   };
   fill(in.q, s.q_size());
   fill(in.k, s.k_size());
@@ -92,8 +92,8 @@ inputs make(const digest_case& cs, std::uint64_t seed) {
     for (std::size_t b = 0; b < s.batch; ++b)
       for (std::size_t kh = 0; kh < s.kv_heads; ++kh)
         for (std::size_t j = 0; j < 6 && j < s.seq_k; ++j)
-          for (std::size_t c = 0; c < s.dim; ++c) in.k[s.k_offset(b, kh, j * 11 % s.seq_k) + c] = bf16(c % 2 ? 2.0 : 0.0);
-    for (std::size_t i = 0; i < in.q.size(); i += 3) in.q[i] = bf16(1.0);
+          for (std::size_t c = 0; c < s.dim; ++c) in.k[s.k_offset(b, kh, j * 11 % s.seq_k) + c] = test::bf16_of(c % 2 ? 2.0 : 0.0);
+    for (std::size_t i = 0; i < in.q.size(); i += 3) in.q[i] = test::bf16_of(1.0);
   }
   in.q[5] = 0x7fc1;  // a NaN: its row's outputs are NaN, counted by the probe
   return in;

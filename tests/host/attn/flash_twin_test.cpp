@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/attn_inputs.hpp"
 #include "support/debias_patterns.hpp"
 #include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/random.hpp"
@@ -24,7 +25,7 @@ namespace {
 using namespace tiebreak;
 using attn::out_mode;
 
-std::uint16_t bf16_of(double x) { return f32_bits_to_bf16_rne(f32_to_bits(static_cast<float>(x))); }
+using test::bf16_of;
 double of_bf16(std::uint16_t b) { return bits_to_f32(static_cast<std::uint32_t>(b) << 16); }
 
 struct problem_data {
@@ -42,7 +43,7 @@ problem_data make(attn::shape s, bool causal, std::uint64_t seed, double amp = 1
   splitmix64_generator g{seed};
   auto fill = [&](std::vector<std::uint16_t>& x, std::size_t n) {
     x.resize(n);
-    for (auto& e : x) e = bf16_of(amp * (static_cast<double>(g() >> 11) * 0x1p-53 * 2 - 1));
+    for (auto& e : x) e = bf16_of(amp * test::uniform_pm1(g));
   };
   fill(p.q, s.q_size());
   fill(p.k, s.k_size());

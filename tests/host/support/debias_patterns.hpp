@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attn_inputs.hpp"
 #include "tiebreak/attn/problem.hpp"
-#include "tiebreak/fp/fast.hpp"
 #include "tiebreak/fp/random.hpp"
 
 namespace tiebreak::test {
@@ -39,15 +39,14 @@ inline void plant_debias_patterns(const attn::shape& s, std::vector<std::uint16_
                                   std::uint64_t seed) {
   if (s.heads != debias_pattern_heads || s.kv_heads != s.heads || s.seq_k < debias_pattern_min_keys)
     throw std::invalid_argument("plant_debias_patterns: 6 heads, each its own kv head, and at least 196 keys");
-  auto bf16 = [](double x) { return f32_bits_to_bf16_rne(f32_to_bits(static_cast<float>(x))); };
   splitmix64_generator g{seed};
   for (std::size_t b = 0; b < s.batch; ++b)
     for (std::size_t h = 0; h < debias_pattern_heads; ++h) {
       for (std::size_t i = 0; i < s.seq_q; ++i)
         for (std::size_t c = 0; c < s.dim; ++c)
-          q[s.q_offset(b, h, i) + c] = bf16((c % 2 ? 1.0 : 0.0) + 0.25 * (static_cast<double>(g() >> 11) * 0x1p-53 * 2 - 1));
+          q[s.q_offset(b, h, i) + c] = bf16_of((c % 2 ? 1.0 : 0.0) + 0.25 * uniform_pm1(g));
       auto plant = [&](std::size_t j, double v) {
-        for (std::size_t c = 0; c < s.dim; ++c) k[s.k_offset(b, h, j) + c] = bf16(c % 2 ? v : 0.0);
+        for (std::size_t c = 0; c < s.dim; ++c) k[s.k_offset(b, h, j) + c] = bf16_of(c % 2 ? v : 0.0);
       };
       for (std::size_t j : debias_pattern_keys[h]) plant(j, 2.0);
       if (h == 3) {
